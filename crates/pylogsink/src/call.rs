@@ -1,0 +1,207 @@
+//! [`call`]: the boundary between Python and native code.
+//!
+//! Everything that touches Python happens here, at the two moments when the
+//! thread is known to hold the GIL and no native lock: when the outermost
+//! call starts (is `sys.stderr` the process's own?) and when it returns
+//! (write the lines it kept). The log function itself never touches Python.
+
+use crate::fd::{self, STDERR};
+use crate::format::decode_backslashreplace;
+use crate::route::{daemon_avoids_python, entry_sink, return_plan, ReturnPlan, Sink};
+use crate::sink::{stall_wait, take_counted, write_queue, THREAD};
+use pyo3::exceptions::PyException;
+use pyo3::prelude::*;
+use std::sync::OnceLock;
+use std::time::Duration;
+
+/// Runs one binding call from Python into native code.
+///
+/// Wrap the body of every `#[pyfunction]` and `#[pymethods]` method that
+/// may log. Lines logged during `f`, on this thread, follow the routing
+/// rules: to fd 2 at once while `sys.stderr` is the process's own, kept and
+/// written through `sys.stderr.write` when the outermost call returns once
+/// it was replaced. Nested calls join the outermost one, and so does a part
+/// of `f` that releases the GIL.
+///
+/// It is a function and not a guard object so that an exception raised
+/// while the call's lines are written (a `KeyboardInterrupt` from Ctrl-C)
+/// can reach the caller: it is returned instead of `f`'s result, with `f`'s
+/// own error, if any, as its `__context__`.
+pub fn call<T>(py: Python<'_>, f: impl FnOnce() -> PyResult<T>) -> PyResult<T> {
+    let outermost = THREAD.with(|t| {
+        let depth = t.depth.get();
+        t.depth.set(depth + 1);
+        if depth == 0 {
+            t.sink
+                .set(Some(entry_sink(stderr_is_own(py), t.writing_kept.get())));
+            t.errors.borrow_mut().clear();
+        }
+        depth == 0
+    });
+    let leave = Leave {
+        outermost,
+        done: false,
+    };
+    let result = f();
+    leave.finish(py, result)
+}
+
+/// Leaves the call; on unwinding (a panic in `f`) from `Drop`.
+struct Leave {
+    outermost: bool,
+    done: bool,
+}
+
+impl Leave {
+    fn finish<T>(mut self, py: Python<'_>, result: PyResult<T>) -> PyResult<T> {
+        self.done = true;
+        let sink = leave();
+        let Some(sink) = sink.filter(|_| self.outermost) else {
+            return result;
+        };
+        match write_at_return(py, sink) {
+            None => result,
+            Some(interrupt) => {
+                if let Err(own) = result {
+                    interrupt.set_context(py, Some(own));
+                }
+                Err(interrupt)
+            }
+        }
+    }
+}
+
+impl Drop for Leave {
+    fn drop(&mut self) {
+        if self.done {
+            return;
+        }
+        // A panic unwinds through the call. Python is not ours to call
+        // here; the kept lines go to fd 2 while there is room.
+        if leave().is_some() && self.outermost {
+            let _ = THREAD.try_with(|t| t.write_kept(Duration::ZERO));
+        }
+    }
+}
+
+/// Steps out of one call level; the sink if this left the outermost call.
+fn leave() -> Option<Sink> {
+    THREAD
+        .try_with(|t| {
+            let depth = t.depth.get().saturating_sub(1);
+            t.depth.set(depth);
+            (depth == 0).then(|| t.sink.take().unwrap_or(Sink::Own))
+        })
+        .ok()
+        .flatten()
+}
+
+/// Writes what the call kept, and what waits in the process-wide queue.
+/// Returns an exception raised by a signal handler during the write.
+fn write_at_return(py: Python<'_>, sink: Sink) -> Option<PyErr> {
+    let nothing_kept = THREAD.with(|t| t.kept.borrow().is_empty());
+    if nothing_kept && write_queue(Duration::ZERO) {
+        return None;
+    }
+    let text = THREAD.with(|t| take_counted(&mut t.kept.borrow_mut()));
+    let avoid_python = avoid_python(py);
+    match return_plan(sink, avoid_python) {
+        ReturnPlan::ThroughPython => {
+            write_fd2_detached(py, &[]);
+            match write_through_python(py, &text) {
+                Ok(true) => None,
+                Ok(false) => {
+                    write_fd2_detached(py, &text);
+                    None
+                }
+                Err(err) => {
+                    // A repeat is better than a loss: the write may have
+                    // failed part way, so everything goes to fd 2 too.
+                    write_fd2_detached(py, &text);
+                    (!err.is_instance_of::<PyException>(py)).then_some(err)
+                }
+            }
+        }
+        ReturnPlan::Fd2Detached => {
+            write_fd2_detached(py, &text);
+            None
+        }
+        ReturnPlan::Fd2NoWait => {
+            write_fd2(&text, Duration::ZERO);
+            None
+        }
+    }
+}
+
+/// Writes the queue and then `text` to fd 2 with the GIL released, so a
+/// Python thread that drains fd 2 can run; what still finds no room after
+/// the stall wait joins the queue.
+fn write_fd2_detached(py: Python<'_>, text: &[u8]) {
+    py.detach(|| write_fd2(text, stall_wait()));
+}
+
+fn write_fd2(text: &[u8], wait: Duration) {
+    let written = if write_queue(wait) {
+        fd::write_with_room(STDERR, text, wait)
+    } else {
+        0
+    };
+    if written < text.len() {
+        crate::sink::queue_push(&text[written..]);
+    }
+}
+
+/// Writes through `sys.stderr.write`. `Ok(false)` if there is no usable
+/// `sys.stderr` (it is `None`).
+fn write_through_python(py: Python<'_>, text: &[u8]) -> PyResult<bool> {
+    if text.is_empty() {
+        return Ok(true);
+    }
+    let stderr = py.import("sys")?.getattr("stderr")?;
+    if stderr.is_none() {
+        return Ok(false);
+    }
+    let text = decode_backslashreplace(text);
+    THREAD.with(|t| t.writing_kept.set(true));
+    let written = stderr.call_method1("write", (text,)).and_then(|_| {
+        match stderr.call_method0("flush") {
+            // The lines were handed over; a stream that cannot flush is not
+            // a reason to write them twice.
+            Err(err) if err.is_instance_of::<PyException>(py) => Ok(()),
+            other => other.map(drop),
+        }
+    });
+    THREAD.with(|t| t.writing_kept.set(false));
+    written.map(|()| true)
+}
+
+/// `sys.stderr is sys.__stderr__`, by two borrowed lookups that run no
+/// Python code.
+fn stderr_is_own(_py: Python<'_>) -> bool {
+    // SAFETY: the `Python` token proves this thread is attached to the
+    // interpreter, which `PySys_GetObject` requires. It returns borrowed
+    // references (or NULL) that are only compared, never dereferenced.
+    unsafe {
+        let stderr = pyo3::ffi::PySys_GetObject(c"stderr".as_ptr());
+        let own = pyo3::ffi::PySys_GetObject(c"__stderr__".as_ptr());
+        stderr == own
+    }
+}
+
+/// Whether this thread must not write through Python or re-take the GIL
+/// (see [`daemon_avoids_python`]); asks Python only where the rule applies.
+fn avoid_python(py: Python<'_>) -> bool {
+    static OLD_LINUX_PYTHON: OnceLock<bool> = OnceLock::new();
+    let applies = *OLD_LINUX_PYTHON.get_or_init(|| {
+        let v = py.version_info();
+        daemon_avoids_python(cfg!(target_os = "linux"), (v.major, v.minor, v.patch), true)
+    });
+    applies && is_daemon_thread(py).unwrap_or(true)
+}
+
+fn is_daemon_thread(py: Python<'_>) -> PyResult<bool> {
+    py.import("threading")?
+        .call_method0("current_thread")?
+        .getattr("daemon")?
+        .extract()
+}

@@ -1,0 +1,309 @@
+//! Writing to fd 2 without ever blocking longer than the caller allows.
+//!
+//! fd 2 may be a terminal nobody reads, or a pipe that a *Python* thread
+//! drains (Jupyter, `wurlitzer.pipes()`) and that cannot drain while we
+//! hold the GIL. A plain blocking `write(2)` there can hang forever, and
+//! fd 2 is shared with the rest of the process, so making it non-blocking
+//! is not ours to do. Instead each piece is written with a non-blocking
+//! write of our own:
+//!
+//! - `pwritev2(.., RWF_NOWAIT)` where the kernel supports it for the file
+//!   (pipes, sockets, /dev/null on current Linux): one system call, and the
+//!   kernel checks for room and writes in one step, so no other writer can
+//!   take the room in between;
+//! - a regular file or block device never needs room: a plain `write(2)`;
+//! - anything else (a terminal): a second open file description of the
+//!   same file, opened through `/proc/self/fd/2` with `O_NONBLOCK`, so
+//!   fd 2's own flags stay as they are.
+//!
+//! When a piece finds no room, `poll(2)` waits for it until the deadline.
+//! A piece is at most [`PIPE_BUF`] bytes and ends at a line end where it
+//! can, so lines of up to 4096 bytes go out in one write and lines from
+//! several threads never mix on a pipe.
+
+use std::io;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+/// The process's standard error.
+pub const STDERR: RawFd = 2;
+
+/// The most bytes one `write(2)` to a pipe carries without mixing with
+/// other writers (POSIX `PIPE_BUF` on Linux).
+pub const PIPE_BUF: usize = 4096;
+
+/// Bytes that could not be written because fd 2 failed (closed, `EPIPE`,
+/// `EBADF`). Nothing else could be done with them; they are counted so
+/// that the accounting stays whole.
+static FAILED_BYTES: AtomicU64 = AtomicU64::new(0);
+
+/// Bytes dropped because fd 2 failed, since the process started.
+pub fn failed_bytes() -> u64 {
+    FAILED_BYTES.load(Ordering::Relaxed)
+}
+
+/// How long the next piece of `text` is: all of it if it fits in
+/// [`PIPE_BUF`], else up to the last line end within [`PIPE_BUF`] bytes,
+/// else (a line longer than that) [`PIPE_BUF`] bytes.
+pub fn next_piece(text: &[u8]) -> usize {
+    if text.len() <= PIPE_BUF {
+        return text.len();
+    }
+    match text[..PIPE_BUF].iter().rposition(|&b| b == b'\n') {
+        Some(end) => end + 1,
+        None => PIPE_BUF,
+    }
+}
+
+/// Writes as much of `text` to `fd` as finds room, waiting for room at
+/// most `wait` in all. Returns how many bytes went out (or were dropped
+/// because `fd` failed); the rest found no room.
+pub fn write_with_room(fd: RawFd, text: &[u8], wait: Duration) -> usize {
+    let deadline = Instant::now() + wait;
+    let mut done = 0;
+    while done < text.len() {
+        let piece = &text[done..done + next_piece(&text[done..])];
+        match write_piece(fd, piece, deadline) {
+            Some(n) => done += n,
+            None => break,
+        }
+    }
+    done
+}
+
+/// Writes one piece; `None` if there was no room before `deadline`.
+fn write_piece(fd: RawFd, piece: &[u8], deadline: Instant) -> Option<usize> {
+    loop {
+        match try_write(fd, piece) {
+            Ok(n) => return Some(n),
+            Err(Blocked::Full(poll_fd)) => {
+                let left = deadline.saturating_duration_since(Instant::now());
+                if left.is_zero() || !wait_for_room(poll_fd, left) {
+                    return None;
+                }
+            }
+            Err(Blocked::Interrupted) => {}
+            Err(Blocked::Failed) => {
+                FAILED_BYTES.fetch_add(piece.len() as u64, Ordering::Relaxed);
+                return Some(piece.len());
+            }
+        }
+    }
+}
+
+enum Blocked {
+    /// No room now; this descriptor reports when there is.
+    Full(RawFd),
+    /// A signal arrived; try again.
+    Interrupted,
+    /// The descriptor is unusable: closed, no reader, I/O error.
+    Failed,
+}
+
+fn classify(err: io::Error, fd: RawFd) -> Blocked {
+    match err.raw_os_error() {
+        Some(libc::EAGAIN) => Blocked::Full(fd),
+        Some(libc::EINTR) => Blocked::Interrupted,
+        _ => Blocked::Failed,
+    }
+}
+
+fn try_write(fd: RawFd, piece: &[u8]) -> Result<usize, Blocked> {
+    match write_nowait(fd, piece) {
+        Ok(n) => return Ok(n),
+        Err(e)
+            if !matches!(
+                e.raw_os_error(),
+                Some(libc::EOPNOTSUPP | libc::EINVAL | libc::ENOSYS)
+            ) =>
+        {
+            return Err(classify(e, fd))
+        }
+        Err(_) => {}
+    }
+    let st = fstat(fd).map_err(|e| classify(e, fd))?;
+    let kind = st.st_mode & libc::S_IFMT;
+    if kind == libc::S_IFREG || kind == libc::S_IFBLK {
+        return write_plain(fd, piece).map_err(|e| classify(e, fd));
+    }
+    write_through_twin(fd, &st, piece)
+}
+
+/// `pwritev2(fd, piece, -1, RWF_NOWAIT)`: write only if it needs no wait.
+fn write_nowait(fd: RawFd, piece: &[u8]) -> io::Result<usize> {
+    let iov = libc::iovec {
+        iov_base: piece.as_ptr() as *mut libc::c_void,
+        iov_len: piece.len(),
+    };
+    // SAFETY: `iov` points at `piece`, which stays borrowed and alive for
+    // the whole call; the kernel only reads from it. An invalid `fd` makes
+    // the call fail with EBADF, nothing worse.
+    let n = unsafe { libc::pwritev2(fd, &iov, 1, -1, libc::RWF_NOWAIT) };
+    if n < 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(n as usize)
+    }
+}
+
+fn write_plain(fd: RawFd, piece: &[u8]) -> io::Result<usize> {
+    // SAFETY: `piece` is a live slice for the whole call and the kernel only
+    // reads `piece.len()` bytes from it.
+    let n = unsafe { libc::write(fd, piece.as_ptr().cast(), piece.len()) };
+    if n < 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(n as usize)
+    }
+}
+
+fn fstat(fd: RawFd) -> io::Result<libc::stat> {
+    let mut st = std::mem::MaybeUninit::<libc::stat>::uninit();
+    // SAFETY: `st` is valid for writes of one `stat`, which `fstat` fills in
+    // full when it returns 0; only then is it read.
+    if unsafe { libc::fstat(fd, st.as_mut_ptr()) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: fstat returned 0, so it initialized `st`.
+    Ok(unsafe { st.assume_init() })
+}
+
+/// A non-blocking open file description of the file behind a descriptor.
+struct Twin {
+    key: (u64, u64, u64),
+    fd: OwnedFd,
+}
+
+static TWIN: Mutex<Option<Twin>> = Mutex::new(None);
+
+fn write_through_twin(fd: RawFd, st: &libc::stat, piece: &[u8]) -> Result<usize, Blocked> {
+    let key = (st.st_dev, st.st_ino, st.st_rdev);
+    let mut twin = TWIN.lock().unwrap_or_else(|e| e.into_inner());
+    if twin.as_ref().is_none_or(|t| t.key != key) {
+        *twin = open_twin(fd).map(|fd| Twin { key, fd });
+    }
+    match twin.as_ref() {
+        Some(t) => write_plain(t.fd.as_raw_fd(), piece).map_err(|e| classify(e, t.fd.as_raw_fd())),
+        None => {
+            // No twin (no /proc): write only when poll reports room. Another
+            // writer may take that room first; this is the best left to do.
+            drop(twin);
+            if wait_for_room(fd, Duration::ZERO) {
+                write_plain(fd, piece).map_err(|e| classify(e, fd))
+            } else {
+                Err(Blocked::Full(fd))
+            }
+        }
+    }
+}
+
+fn open_twin(fd: RawFd) -> Option<OwnedFd> {
+    let path = format!("/proc/self/fd/{fd}\0");
+    let flags = libc::O_WRONLY | libc::O_NONBLOCK | libc::O_NOCTTY | libc::O_CLOEXEC;
+    // SAFETY: `path` is NUL-terminated and outlives the call.
+    let twin = unsafe { libc::open(path.as_ptr().cast(), flags) };
+    // SAFETY: a non-negative return is a new descriptor that nothing else
+    // owns, so `OwnedFd` may close it.
+    (twin >= 0).then(|| unsafe { OwnedFd::from_raw_fd(twin) })
+}
+
+/// Waits until `fd` reports room or `wait` passes; true if there is room.
+fn wait_for_room(fd: RawFd, wait: Duration) -> bool {
+    let mut pfd = libc::pollfd {
+        fd,
+        events: libc::POLLOUT,
+        revents: 0,
+    };
+    let ms = wait.as_millis().min(i32::MAX as u128) as i32;
+    // SAFETY: `pfd` is one valid pollfd for the duration of the call.
+    let n = unsafe { libc::poll(&mut pfd, 1, ms) };
+    // An error or hang-up also ends the wait: the write then reports it.
+    n != 0
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn pipe() -> (OwnedFd, OwnedFd) {
+        let mut fds = [0; 2];
+        // SAFETY: `fds` has room for the two descriptors pipe2 writes.
+        assert_eq!(unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) }, 0);
+        // SAFETY: both are new descriptors owned by nothing else.
+        unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) }
+    }
+
+    #[test]
+    fn pieces_end_at_line_ends() {
+        assert_eq!(next_piece(b"short\n"), 6);
+        let mut text = vec![b'a'; 3000];
+        text.push(b'\n');
+        text.extend(vec![b'b'; 3000]);
+        text.push(b'\n');
+        assert_eq!(next_piece(&text), 3001);
+        assert_eq!(next_piece(&vec![b'c'; 10_000]), PIPE_BUF);
+    }
+
+    #[test]
+    fn a_full_pipe_stops_the_write_after_the_wait() {
+        let (_r, w) = pipe();
+        let text = vec![b'x'; 1 << 20];
+        let start = Instant::now();
+        let n = write_with_room(w.as_raw_fd(), &text, Duration::from_millis(50));
+        let took = start.elapsed();
+        assert!(n < text.len(), "a pipe cannot take 1 MiB");
+        assert!(n >= 4096, "an empty pipe takes at least a page");
+        assert!(
+            took >= Duration::from_millis(40) && took < Duration::from_secs(5),
+            "{took:?}"
+        );
+    }
+
+    #[test]
+    fn a_drained_pipe_takes_everything() {
+        let (r, w) = pipe();
+        let reader = std::thread::spawn(move || {
+            let mut f = std::fs::File::from(r);
+            let mut all = Vec::new();
+            std::io::Read::read_to_end(&mut f, &mut all).unwrap();
+            all
+        });
+        let text: Vec<u8> = (0..20_000)
+            .flat_map(|i| format!("line {i}\n").into_bytes())
+            .collect();
+        assert_eq!(
+            write_with_room(w.as_raw_fd(), &text, Duration::from_secs(10)),
+            text.len()
+        );
+        drop(w);
+        assert_eq!(reader.join().unwrap(), text);
+    }
+
+    #[test]
+    fn a_pipe_without_reader_fails_fast_and_counts() {
+        let (r, w) = pipe();
+        drop(r);
+        // Rust's runtime ignores SIGPIPE, so this is EPIPE.
+        let before = failed_bytes();
+        assert_eq!(
+            write_with_room(w.as_raw_fd(), b"gone\n", Duration::from_secs(10)),
+            5
+        );
+        assert!(failed_bytes() >= before + 5);
+    }
+
+    #[test]
+    fn a_regular_file_needs_no_room() {
+        let path = std::env::temp_dir().join(format!("pylogsink-fd-{}", std::process::id()));
+        let file = std::fs::File::create(&path).unwrap();
+        let text = vec![b'y'; 100_000];
+        assert_eq!(
+            write_with_room(file.as_raw_fd(), &text, Duration::ZERO),
+            text.len()
+        );
+        assert_eq!(std::fs::read(&path).unwrap().len(), text.len());
+        std::fs::remove_file(path).unwrap();
+    }
+}

@@ -1,0 +1,246 @@
+//! The record format, and the escaping that makes logged bytes safe.
+//!
+//! A record is one line:
+//!
+//! ```text
+//! [2026-12-02T09:19:22.123456Z ERROR backend.rs:42] init failed: bad header
+//! ```
+//!
+//! Messages may carry bytes from untrusted input (a corrupt file's
+//! identifier, a path). So the formatter guarantees that a record is valid
+//! UTF-8, holds no control character but tab, and is exactly one record:
+//!
+//! - bytes that are not valid UTF-8 become `\xNN`, byte by byte, exactly as
+//!   Python's `bytes.decode("utf-8", "backslashreplace")` writes them;
+//! - ESC and the other C0 and C1 control characters (and DEL), except tab,
+//!   become `\xNN` with their code point;
+//! - an embedded newline continues the record on an indented line, so no
+//!   logged data can forge the start of another record.
+
+use crate::level::Level;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+/// What an embedded newline becomes: the record goes on, indented.
+pub const CONTINUATION: &[u8] = b"\n    ";
+
+/// Appends one whole record, newline-terminated, to `out`.
+pub fn format_record(
+    out: &mut Vec<u8>,
+    now: SystemTime,
+    level: Level,
+    file: &str,
+    line: u32,
+    message: &[u8],
+) {
+    out.push(b'[');
+    push_timestamp(out, now);
+    out.push(b' ');
+    out.extend_from_slice(level.name().as_bytes());
+    out.push(b' ');
+    escape_into(out, base_name(file).as_bytes());
+    out.push(b':');
+    push_decimal(out, u64::from(line), 1);
+    out.extend_from_slice(b"] ");
+    escape_into(out, message);
+    out.push(b'\n');
+}
+
+/// The last path component: records name the file, not the build machine's
+/// directory layout.
+fn base_name(file: &str) -> &str {
+    file.rsplit(['/', '\\']).next().unwrap_or(file)
+}
+
+/// Appends `bytes` to `out` with invalid UTF-8 and control characters
+/// escaped as `\xNN`, and newlines turned into [`CONTINUATION`].
+pub fn escape_into(out: &mut Vec<u8>, bytes: &[u8]) {
+    // Fast path: printable ASCII (and tab) needs no work at all.
+    if bytes
+        .iter()
+        .all(|&b| (0x20..0x7f).contains(&b) || b == b'\t')
+    {
+        out.extend_from_slice(bytes);
+        return;
+    }
+    for chunk in bytes.utf8_chunks() {
+        for c in chunk.valid().chars() {
+            match c {
+                '\n' => out.extend_from_slice(CONTINUATION),
+                '\t' => out.push(b'\t'),
+                c if is_control(c) => push_hex_escape(out, c as u32 as u8),
+                c => {
+                    let mut buf = [0u8; 4];
+                    out.extend_from_slice(c.encode_utf8(&mut buf).as_bytes());
+                }
+            }
+        }
+        for &b in chunk.invalid() {
+            push_hex_escape(out, b);
+        }
+    }
+}
+
+/// Decodes `bytes` as UTF-8 the way CPython's
+/// `bytes.decode("utf-8", "backslashreplace")` does: every byte that is not
+/// part of a valid sequence becomes `\xNN`. Nothing else changes.
+pub fn decode_backslashreplace(bytes: &[u8]) -> String {
+    let mut out = String::with_capacity(bytes.len());
+    for chunk in bytes.utf8_chunks() {
+        out.push_str(chunk.valid());
+        for &b in chunk.invalid() {
+            out.push_str(&format!("\\x{b:02x}"));
+        }
+    }
+    out
+}
+
+/// C0 controls, DEL and C1 controls: the characters a terminal may act on.
+fn is_control(c: char) -> bool {
+    matches!(c as u32, 0x00..=0x1f | 0x7f..=0x9f)
+}
+
+fn push_hex_escape(out: &mut Vec<u8>, b: u8) {
+    const HEX: &[u8; 16] = b"0123456789abcdef";
+    out.extend_from_slice(&[
+        b'\\',
+        b'x',
+        HEX[usize::from(b >> 4)],
+        HEX[usize::from(b & 15)],
+    ]);
+}
+
+/// Appends `n` in decimal, zero-padded to at least `width` digits.
+fn push_decimal(out: &mut Vec<u8>, mut n: u64, width: usize) {
+    let mut digits = [0u8; 20];
+    let mut i = digits.len();
+    while n > 0 || digits.len() - i < width {
+        i -= 1;
+        digits[i] = b'0' + (n % 10) as u8;
+        n /= 10;
+    }
+    out.extend_from_slice(&digits[i..]);
+}
+
+/// Appends `2026-12-02T09:19:22.123456Z` (UTC, microseconds).
+fn push_timestamp(out: &mut Vec<u8>, now: SystemTime) {
+    let since = now.duration_since(UNIX_EPOCH).unwrap_or_default();
+    let secs = since.as_secs();
+    let (year, month, day) = civil_from_days((secs / 86_400) as i64);
+    let of_day = secs % 86_400;
+    push_decimal(out, year as u64, 4);
+    out.push(b'-');
+    push_decimal(out, u64::from(month), 2);
+    out.push(b'-');
+    push_decimal(out, u64::from(day), 2);
+    out.push(b'T');
+    push_decimal(out, of_day / 3600, 2);
+    out.push(b':');
+    push_decimal(out, of_day / 60 % 60, 2);
+    out.push(b':');
+    push_decimal(out, of_day % 60, 2);
+    out.push(b'.');
+    push_decimal(out, u64::from(since.subsec_micros()), 6);
+    out.push(b'Z');
+}
+
+/// Days since 1970-01-01 to a proleptic Gregorian (year, month, day);
+/// Howard Hinnant's `civil_from_days` algorithm.
+fn civil_from_days(days: i64) -> (i64, u32, u32) {
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = (doy - (153 * mp + 2) / 5 + 1) as u32;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    (year, month, day)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    fn escaped(bytes: &[u8]) -> String {
+        let mut out = Vec::new();
+        escape_into(&mut out, bytes);
+        String::from_utf8(out).expect("escaped text is UTF-8")
+    }
+
+    #[test]
+    fn record_layout() {
+        let t = UNIX_EPOCH + Duration::new(1_796_117_962, 123_456_000);
+        let mut out = Vec::new();
+        format_record(
+            &mut out,
+            t,
+            Level::Error,
+            "src/backend.rs",
+            42,
+            b"init failed",
+        );
+        assert_eq!(
+            String::from_utf8(out).unwrap(),
+            "[2026-12-01T09:39:22.123456Z ERROR backend.rs:42] init failed\n"
+        );
+    }
+
+    #[test]
+    fn civil_dates() {
+        assert_eq!(civil_from_days(0), (1970, 1, 1));
+        assert_eq!(civil_from_days(11_016), (2000, 2, 29));
+        assert_eq!(civil_from_days(-1), (1969, 12, 31));
+    }
+
+    #[test]
+    fn plain_text_is_untouched() {
+        assert_eq!(escaped(b"load ok\tx=1"), "load ok\tx=1");
+        assert_eq!(
+            escaped("caf\u{e9} \u{4e2d}".as_bytes()),
+            "caf\u{e9} \u{4e2d}"
+        );
+    }
+
+    #[test]
+    fn terminal_controls_are_escaped() {
+        assert_eq!(escaped(b"\x1b[31mred"), "\\x1b[31mred");
+        assert_eq!(escaped(b"a\rb\x00c\x7f"), "a\\x0db\\x00c\\x7f");
+        // U+009B, the one-character CSI, encoded as UTF-8.
+        assert_eq!(escaped(b"\xc2\x9b2J"), "\\x9b2J");
+    }
+
+    #[test]
+    fn newlines_cannot_forge_a_record() {
+        let forged = escaped(b"x\n[2026-01-01T00:00:00.000000Z ERROR a.rs:1] fake");
+        assert!(forged.starts_with("x\n    ["));
+        assert_eq!(forged.lines().filter(|l| l.starts_with('[')).count(), 0);
+    }
+
+    #[test]
+    fn invalid_utf8_is_escaped_byte_by_byte() {
+        assert_eq!(escaped(b"id '\xff\xfe\x00A'"), "id '\\xff\\xfe\\x00A'");
+        // A CJK character cut after two of its three bytes.
+        assert_eq!(escaped(b"\xe4\xb8\xad\xe4\xb8"), "\u{4e2d}\\xe4\\xb8");
+        assert_eq!(
+            decode_backslashreplace(b"\xe4\xb8\xad\xe4\xb8"),
+            "\u{4e2d}\\xe4\\xb8"
+        );
+    }
+
+    #[test]
+    fn decode_keeps_controls() {
+        assert_eq!(
+            decode_backslashreplace(b"a\nb\x1b\xed\xa0\x80"),
+            "a\nb\x1b\\xed\\xa0\\x80"
+        );
+    }
+
+    #[test]
+    fn base_name_strips_directories() {
+        assert_eq!(base_name("a/b/c.rs"), "c.rs");
+        assert_eq!(base_name("a\\b.cpp"), "b.cpp");
+        assert_eq!(base_name("c.rs"), "c.rs");
+    }
+}

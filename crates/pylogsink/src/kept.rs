@@ -1,0 +1,307 @@
+//! Lines that wait: a byte buffer that keeps the newest lines under a cap.
+//!
+//! A call whose lines cannot go out at once keeps them here, and so does
+//! the process-wide queue for lines logged outside any call that found no
+//! room on fd 2. Memory must stay bounded whatever native code logs, so
+//! the buffer keeps its newest [`CAP`] bytes; the lines it leaves out are
+//! counted, and one note in their place says how many, so every line
+//! emitted is either written or accounted for.
+
+use std::collections::VecDeque;
+use std::fmt::Write as _;
+
+/// The most bytes of lines one buffer keeps: 64 KiB.
+pub const CAP: usize = 64 * 1024;
+
+/// Whole lines, oldest first, holding at most `cap` bytes.
+#[derive(Debug)]
+pub struct Kept {
+    cap: usize,
+    /// Line bytes; the kept lines are `data[head..]`.
+    data: Vec<u8>,
+    head: usize,
+    /// Length of each kept line, oldest first.
+    lens: VecDeque<usize>,
+    left_out_lines: u64,
+    left_out_bytes: u64,
+    /// Lines longer than the cap, cut to fit: (count, bytes cut off).
+    cut_lines: u64,
+    cut_bytes: u64,
+}
+
+impl Default for Kept {
+    fn default() -> Self {
+        Kept::with_cap(CAP)
+    }
+}
+
+impl Kept {
+    /// An empty buffer that keeps at most `cap` bytes.
+    pub fn with_cap(cap: usize) -> Kept {
+        Kept {
+            cap: cap.max(64),
+            data: Vec::new(),
+            head: 0,
+            lens: VecDeque::new(),
+            left_out_lines: 0,
+            left_out_bytes: 0,
+            cut_lines: 0,
+            cut_bytes: 0,
+        }
+    }
+
+    /// Whether nothing waits here: no line and no note.
+    pub fn is_empty(&self) -> bool {
+        self.lens.is_empty() && self.left_out_lines == 0 && self.cut_lines == 0
+    }
+
+    /// Bytes of lines kept now (notes not counted).
+    pub fn len_bytes(&self) -> usize {
+        self.data.len() - self.head
+    }
+
+    /// Adds one line (it should end in a newline), leaving out the oldest
+    /// lines as needed to stay under the cap.
+    pub fn push(&mut self, line: &[u8]) {
+        if line.len() <= self.cap {
+            self.push_line(line);
+            return;
+        }
+        let keep = cut_point(line, self.cap - 1);
+        self.cut_lines += 1;
+        self.cut_bytes += (line.len() - keep) as u64;
+        let mut cut = Vec::with_capacity(keep + 1);
+        cut.extend_from_slice(&line[..keep]);
+        cut.push(b'\n');
+        self.push_line(&cut);
+    }
+
+    /// Adds several lines at once; each counts as a line of its own.
+    pub fn push_text(&mut self, text: &[u8]) {
+        for line in text.split_inclusive(|&b| b == b'\n') {
+            self.push(line);
+        }
+    }
+
+    fn push_line(&mut self, line: &[u8]) {
+        while self.len_bytes() + line.len() > self.cap {
+            let Some(old) = self.lens.pop_front() else {
+                break;
+            };
+            self.head += old;
+            self.left_out_lines += 1;
+            self.left_out_bytes += old as u64;
+        }
+        if self.head > 0 && self.head >= self.data.len() / 2 {
+            self.data.drain(..self.head);
+            self.head = 0;
+        }
+        self.data.extend_from_slice(line);
+        self.lens.push_back(line.len());
+    }
+
+    /// Puts back text that could not be written, in front of what is kept
+    /// (it is older). Used when a write stopped part way through.
+    pub fn unshift(&mut self, text: &[u8]) {
+        let newer = std::mem::replace(self, Kept::with_cap(self.cap));
+        self.left_out_lines = newer.left_out_lines;
+        self.left_out_bytes = newer.left_out_bytes;
+        self.cut_lines = newer.cut_lines;
+        self.cut_bytes = newer.cut_bytes;
+        self.push_text(text);
+        let mut at = newer.head;
+        for len in newer.lens {
+            self.push(&newer.data[at..at + len]);
+            at += len;
+        }
+    }
+
+    /// Takes everything out: the note about left-out lines first (that is
+    /// where they were), then the kept lines, oldest first. The buffer is
+    /// empty afterwards. Returns the text and the number of lines in it.
+    pub fn take(&mut self) -> Taken {
+        let note = self.note();
+        let mut text = Vec::with_capacity(note.len() + self.len_bytes());
+        text.extend_from_slice(note.as_bytes());
+        text.extend_from_slice(&self.data[self.head..]);
+        let taken = Taken {
+            text,
+            lines: self.lens.len() as u64,
+            left_out_lines: self.left_out_lines,
+        };
+        *self = Kept::with_cap(self.cap);
+        taken
+    }
+
+    /// The note that stands for the lines left out, or "" if none were.
+    fn note(&self) -> String {
+        let mut note = String::new();
+        if self.left_out_lines > 0 {
+            let _ = writeln!(
+                note,
+                "[pylogsink] {} line{} ({} bytes) left out here: more than {} KiB waited at once",
+                self.left_out_lines,
+                plural(self.left_out_lines),
+                self.left_out_bytes,
+                self.cap / 1024,
+            );
+        }
+        if self.cut_lines > 0 {
+            let _ = writeln!(
+                note,
+                "[pylogsink] {} line{} longer than {} KiB cut: {} bytes left out",
+                self.cut_lines,
+                plural(self.cut_lines),
+                self.cap / 1024,
+                self.cut_bytes,
+            );
+        }
+        note
+    }
+}
+
+/// What [`Kept::take`] hands out.
+#[derive(Debug, Default)]
+pub struct Taken {
+    /// The note (if any) and the lines, ready to write.
+    pub text: Vec<u8>,
+    /// How many kept lines `text` holds (the note not counted).
+    pub lines: u64,
+    /// How many lines the note says were left out.
+    pub left_out_lines: u64,
+}
+
+fn plural(n: u64) -> &'static str {
+    if n == 1 {
+        ""
+    } else {
+        "s"
+    }
+}
+
+/// The largest `n <= max` such that `line[..n]` does not end inside a
+/// UTF-8 character.
+fn cut_point(line: &[u8], max: usize) -> usize {
+    let mut n = max.min(line.len());
+    while n > 0 && n < line.len() && (line[n] & 0xC0) == 0x80 {
+        n -= 1;
+    }
+    n
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn line(i: usize, width: usize) -> Vec<u8> {
+        let mut l = format!("line {i:06} ").into_bytes();
+        l.resize(width - 1, b'x');
+        l.push(b'\n');
+        l
+    }
+
+    #[test]
+    fn keeps_everything_under_the_cap() {
+        let mut k = Kept::with_cap(1000);
+        for i in 0..9 {
+            k.push(&line(i, 100));
+        }
+        let t = k.take();
+        assert_eq!(t.lines, 9);
+        assert_eq!(t.left_out_lines, 0);
+        assert_eq!(t.text.len(), 900);
+        assert!(k.is_empty());
+    }
+
+    #[test]
+    fn keeps_the_newest_and_notes_the_rest_in_place() {
+        let mut k = Kept::with_cap(1000);
+        for i in 0..25 {
+            k.push(&line(i, 100));
+        }
+        let t = k.take();
+        let text = String::from_utf8(t.text).unwrap();
+        let first = text.lines().next().unwrap();
+        assert_eq!(
+            first,
+            "[pylogsink] 15 lines (1500 bytes) left out here: more than 0 KiB waited at once"
+        );
+        assert!(text.lines().nth(1).unwrap().starts_with("line 000015"));
+        assert!(text.lines().last().unwrap().starts_with("line 000024"));
+        assert_eq!(t.lines + t.left_out_lines, 25);
+    }
+
+    #[test]
+    fn a_line_larger_than_the_cap_is_cut_and_noted() {
+        let mut k = Kept::with_cap(1024);
+        k.push(&line(1, 5000));
+        let t = k.take();
+        let text = String::from_utf8(t.text).unwrap();
+        assert!(text.starts_with("[pylogsink] 1 line longer than 1 KiB cut: 3977 bytes left out\n"));
+        assert_eq!(t.lines, 1);
+        assert!(text.ends_with("x\n"));
+    }
+
+    #[test]
+    fn cuts_never_split_a_character() {
+        let s = "\u{4e2d}".repeat(10);
+        assert_eq!(cut_point(s.as_bytes(), 4), 3);
+        assert_eq!(cut_point(s.as_bytes(), 6), 6);
+        assert_eq!(cut_point(b"abc", 10), 3);
+    }
+
+    #[test]
+    fn memory_stays_bounded() {
+        let mut k = Kept::with_cap(CAP);
+        for i in 0..100_000 {
+            k.push(&line(i, 100));
+            assert!(k.len_bytes() <= CAP);
+            assert!(k.data.len() <= 2 * CAP + 100);
+        }
+        let t = k.take();
+        assert_eq!(t.lines + t.left_out_lines, 100_000);
+    }
+
+    #[test]
+    fn unshift_puts_older_text_first() {
+        let mut k = Kept::with_cap(1000);
+        k.push(b"new\n");
+        k.unshift(b"old 1\nold 2\n");
+        assert_eq!(k.take().text, b"old 1\nold 2\nnew\n");
+    }
+
+    /// Reference model: keep all lines, then drop the oldest until the rest
+    /// fit. The buffer must agree with it on any sequence of line widths.
+    #[test]
+    fn agrees_with_a_naive_model() {
+        let mut seed = 12345u64;
+        for _ in 0..200 {
+            let mut k = Kept::with_cap(700);
+            let mut all = Vec::new();
+            for i in 0..50 {
+                seed = seed
+                    .wrapping_mul(6364136223846793005)
+                    .wrapping_add(1442695040888963407);
+                let width = 12 + (seed >> 33) as usize % 200;
+                let l = line(i, width);
+                k.push(&l);
+                all.push(l);
+            }
+            let mut model: VecDeque<Vec<u8>> = all.into();
+            while model.iter().map(Vec::len).sum::<usize>() > 700 {
+                model.pop_front();
+            }
+            let t = k.take();
+            let text = String::from_utf8(t.text).unwrap();
+            let body: String = text
+                .lines()
+                .filter(|l| !l.starts_with("[pylogsink]"))
+                .map(|l| format!("{l}\n"))
+                .collect();
+            let expected: Vec<u8> = model.iter().flatten().copied().collect();
+            assert_eq!(body.as_bytes(), &expected[..]);
+            assert_eq!(t.lines as usize, model.len());
+            assert_eq!(t.lines + t.left_out_lines, 50);
+        }
+    }
+}

@@ -1,0 +1,96 @@
+//! Severity of a record.
+//!
+//! pylogsink needs its own level type because the `log` crate stops at
+//! `Error`, while native runtimes also log `Fatal` lines right before they
+//! abort, and those must be routed differently (see [`crate::route`]).
+
+use std::fmt;
+
+/// How severe a record is, from least to most.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Level {
+    /// Detail for whoever debugs the native code.
+    Debug,
+    /// Normal progress.
+    Info,
+    /// Something unexpected that the code recovered from.
+    Warn,
+    /// An operation failed; these lines are also collected for the
+    /// exception the call raises.
+    Error,
+    /// The process is about to abort: the line and everything kept before
+    /// it go straight to fd 2.
+    Fatal,
+}
+
+impl Level {
+    /// The fixed-width name written in each record.
+    pub const fn name(self) -> &'static str {
+        match self {
+            Level::Debug => "DEBUG",
+            Level::Info => "INFO ",
+            Level::Warn => "WARN ",
+            Level::Error => "ERROR",
+            Level::Fatal => "FATAL",
+        }
+    }
+
+    /// Parses a level name, case-insensitively (`"warning"` is accepted too).
+    pub fn parse(name: &str) -> Option<Level> {
+        match name.to_ascii_lowercase().as_str() {
+            "debug" => Some(Level::Debug),
+            "info" => Some(Level::Info),
+            "warn" | "warning" => Some(Level::Warn),
+            "error" => Some(Level::Error),
+            "fatal" | "critical" => Some(Level::Fatal),
+            _ => None,
+        }
+    }
+}
+
+impl From<log::Level> for Level {
+    fn from(level: log::Level) -> Level {
+        match level {
+            log::Level::Trace | log::Level::Debug => Level::Debug,
+            log::Level::Info => Level::Info,
+            log::Level::Warn => Level::Warn,
+            log::Level::Error => Level::Error,
+        }
+    }
+}
+
+impl fmt::Display for Level {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name().trim_end())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_have_one_width() {
+        for level in [
+            Level::Debug,
+            Level::Info,
+            Level::Warn,
+            Level::Error,
+            Level::Fatal,
+        ] {
+            assert_eq!(level.name().len(), 5);
+            assert_eq!(Level::parse(&level.to_string()), Some(level));
+        }
+    }
+
+    #[test]
+    fn parse_rejects_unknown_names() {
+        assert_eq!(Level::parse("loud"), None);
+        assert_eq!(Level::parse("WARNING"), Some(Level::Warn));
+    }
+
+    #[test]
+    fn order_is_severity() {
+        assert!(Level::Debug < Level::Info && Level::Error < Level::Fatal);
+    }
+}

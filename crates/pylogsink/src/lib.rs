@@ -1,0 +1,82 @@
+//! pylogsink carries the log lines of native code running inside a Python
+//! process to the Python user, and never deadlocks, never hangs a notebook,
+//! never loses capture by pytest or Jupyter, and never loses the lines that
+//! explain a crash.
+//!
+//! # Using it in a PyO3 extension
+//!
+//! Install it as the `log` crate's logger once, when the module loads, and
+//! wrap the body of every binding in [`call`]:
+//!
+//! ```no_run
+//! use pyo3::prelude::*;
+//!
+//! #[pyfunction]
+//! fn load(py: Python<'_>, path: &str) -> PyResult<usize> {
+//!     pylogsink::call(py, || {
+//!         log::info!("loading {path}");
+//!         Ok(path.len())
+//!     })
+//! }
+//!
+//! #[pymodule]
+//! fn my_runtime(m: &Bound<'_, PyModule>) -> PyResult<()> {
+//!     pylogsink::init().map_err(|e| pyo3::exceptions::PyRuntimeError::new_err(e.to_string()))?;
+//!     m.add_function(wrap_pyfunction!(load, m)?)
+//! }
+//! ```
+//!
+//! Code that does not use `log` (a C or C++ runtime behind a shim) calls
+//! [`emit`] with a [`Level`], a source location and the message bytes,
+//! which need not be UTF-8.
+//!
+//! # Where a line goes
+//!
+//! | situation | where the line goes |
+//! |---|---|
+//! | in a call, `sys.stderr is sys.__stderr__` | to fd 2 at once, so a crash or hang keeps it |
+//! | in a call, `sys.stderr` replaced (pytest, Jupyter, `redirect_stderr`) | kept, then written through `sys.stderr.write` when the outermost call returns |
+//! | outside any call (worker threads, module init) | to fd 2 |
+//!
+//! # Interaction with the GIL
+//!
+//! A log function that calls Python (`sys.stderr.write`, `logging`) can
+//! deadlock: writing releases the GIL, another thread takes it and waits for
+//! a native lock that the logging thread holds, and the logging thread
+//! never gets the GIL back. pylogsink needs no rule for its users to follow
+//! here, because [`emit`] never calls into Python and never takes the GIL:
+//! it is safe under any lock, with or without the GIL. Python is touched
+//! only by [`call`], when the call starts and when it returns, where the
+//! thread holds the GIL and, by construction, no native lock of the call.
+//!
+//! ```no_run
+//! # use pyo3::prelude::*;
+//! # use std::sync::Mutex;
+//! static BACKEND: Mutex<()> = Mutex::new(());
+//!
+//! #[pyfunction]
+//! fn load_method(py: Python<'_>) -> PyResult<()> {
+//!     pylogsink::call(py, || {
+//!         let _held = BACKEND.lock().unwrap();
+//!         // Safe: no GIL is released here, so a thread that holds the
+//!         // GIL and waits for BACKEND cannot starve this one.
+//!         log::error!("backend init failed");
+//!         Ok(())
+//!     })
+//! }
+//! ```
+#![warn(missing_docs)]
+
+mod call;
+pub mod fd;
+pub mod format;
+pub mod kept;
+mod level;
+mod logger;
+pub mod route;
+mod sink;
+
+pub use call::call;
+pub use level::Level;
+pub use logger::{init, OtherLoggerInstalled};
+pub use sink::{emit, set_stall_wait, stall_wait, stats, Stats, ERRORS_CAP};

@@ -1,0 +1,221 @@
+//! Where a line goes: the routing table of pylogsink as pure functions.
+//!
+//! Everything that decides lives here and nothing here touches Python, a
+//! file descriptor or a clock, so the whole table is unit-tested below. The
+//! callers in [`crate::sink`] and [`crate::call`] do the system calls and
+//! the Python calls that these decisions ask for.
+
+use crate::level::Level;
+
+/// What the current thread's outermost call decided about `sys.stderr`,
+/// or that the thread is outside any call.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Sink {
+    /// Outside any call: a native worker thread, module init, a destructor.
+    Outside,
+    /// In a call, `sys.stderr` is the process's own: lines go to fd 2 now.
+    Own,
+    /// In a call whose fd 2 had no room for the stall wait: lines are kept,
+    /// and each new line checks again, without waiting, for room.
+    Stalled,
+    /// In a call, `sys.stderr` was replaced: lines are kept and written
+    /// through `sys.stderr.write` when the call returns.
+    Replaced,
+}
+
+/// What to do with one line now.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Route {
+    /// Write to fd 2, first whatever waits before it; wait for room at most
+    /// the stall wait if `wait`, else not at all. What finds no room is
+    /// handled by [`on_no_room`].
+    Direct {
+        /// Whether to wait for room (up to the stall wait).
+        wait: bool,
+    },
+    /// Keep the line in the call's memory until the call returns.
+    Keep,
+    /// An abort follows: write the kept lines, then this one, to fd 2 while
+    /// there is room.
+    Fatal,
+}
+
+/// Where a line goes, given its level and the thread's sink.
+pub fn route(level: Level, sink: Sink) -> Route {
+    if level == Level::Fatal {
+        return Route::Fatal;
+    }
+    match sink {
+        Sink::Outside | Sink::Own => Route::Direct { wait: true },
+        Sink::Stalled => Route::Direct { wait: false },
+        Sink::Replaced => Route::Keep,
+    }
+}
+
+/// What happens to the part of a direct line that found no room.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum NoRoom {
+    /// The call keeps it, and its sink becomes [`Sink::Stalled`].
+    KeepAndStall,
+    /// It joins the process-wide queue (newest 64 KiB).
+    Queue,
+}
+
+/// The fate of a line that found no room on fd 2.
+pub fn on_no_room(sink: Sink) -> NoRoom {
+    match sink {
+        Sink::Outside => NoRoom::Queue,
+        Sink::Own | Sink::Stalled | Sink::Replaced => NoRoom::KeepAndStall,
+    }
+}
+
+/// The sink a new outermost call starts with.
+///
+/// `stderr_is_own` is `sys.stderr is sys.__stderr__`. `writing_kept` says
+/// that this thread is inside `sys.stderr.write` for an earlier call's kept
+/// lines: a call made from there (a writer that calls back into the
+/// extension) writes to fd 2, so it can neither recurse nor lose lines.
+pub fn entry_sink(stderr_is_own: bool, writing_kept: bool) -> Sink {
+    if stderr_is_own || writing_kept {
+        Sink::Own
+    } else {
+        Sink::Replaced
+    }
+}
+
+/// How a call's kept lines leave when it returns.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ReturnPlan {
+    /// Through `sys.stderr.write`, with the GIL held.
+    ThroughPython,
+    /// To fd 2 with the GIL released, waiting at most the stall wait, so a
+    /// Python thread that drains fd 2 can run; the rest joins the queue.
+    Fd2Detached,
+    /// To fd 2 with the GIL held and no wait: only where releasing and
+    /// re-taking the GIL may end the thread (see [`daemon_avoids_python`]).
+    Fd2NoWait,
+}
+
+/// How the kept lines of a call with sink `sink` leave at its return.
+pub fn return_plan(sink: Sink, avoid_python: bool) -> ReturnPlan {
+    match (sink, avoid_python) {
+        (_, true) => ReturnPlan::Fd2NoWait,
+        (Sink::Replaced, false) => ReturnPlan::ThroughPython,
+        (Sink::Outside | Sink::Own | Sink::Stalled, false) => ReturnPlan::Fd2Detached,
+    }
+}
+
+/// Whether this thread must never write through Python nor release and
+/// re-take the GIL.
+///
+/// On Linux, CPython before 3.13.8 ends a daemon thread with `pthread_exit`
+/// when it re-takes the GIL after finalization began; if that happens in
+/// the middle of a write through Python, the process crashes.
+pub fn daemon_avoids_python(linux: bool, version: (u8, u8, u8), daemon: bool) -> bool {
+    linux && daemon && version < (3, 13, 8)
+}
+
+/// The macOS pipe rule. macOS gives a new pipe as little as 512 bytes when
+/// pipe memory runs low, yet reports room in it, so a pipe that has not
+/// grown past 16 KiB counts as full once it holds 512 bytes.
+///
+/// `capacity` is the pipe's buffer size and `queued` the bytes in it.
+pub fn macos_pipe_counts_full(capacity: usize, queued: usize) -> bool {
+    const SMALL_PIPE: usize = 16 * 1024;
+    const SMALL_PIPE_LIMIT: usize = 512;
+    if capacity <= SMALL_PIPE {
+        queued >= SMALL_PIPE_LIMIT
+    } else {
+        queued >= capacity
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const LEVELS: [Level; 4] = [Level::Debug, Level::Info, Level::Warn, Level::Error];
+
+    #[test]
+    fn own_stderr_in_a_call_is_direct_with_wait() {
+        for level in LEVELS {
+            assert_eq!(route(level, Sink::Own), Route::Direct { wait: true });
+        }
+    }
+
+    #[test]
+    fn replaced_stderr_keeps() {
+        for level in LEVELS {
+            assert_eq!(route(level, Sink::Replaced), Route::Keep);
+        }
+    }
+
+    #[test]
+    fn stalled_checks_again_without_waiting() {
+        assert_eq!(
+            route(Level::Info, Sink::Stalled),
+            Route::Direct { wait: false }
+        );
+    }
+
+    #[test]
+    fn outside_a_call_is_direct_and_queues_on_no_room() {
+        assert_eq!(
+            route(Level::Info, Sink::Outside),
+            Route::Direct { wait: true }
+        );
+        assert_eq!(on_no_room(Sink::Outside), NoRoom::Queue);
+    }
+
+    #[test]
+    fn a_call_that_finds_no_room_keeps_and_stalls() {
+        assert_eq!(on_no_room(Sink::Own), NoRoom::KeepAndStall);
+        assert_eq!(on_no_room(Sink::Stalled), NoRoom::KeepAndStall);
+    }
+
+    #[test]
+    fn fatal_always_goes_straight_out() {
+        for sink in [Sink::Outside, Sink::Own, Sink::Stalled, Sink::Replaced] {
+            assert_eq!(route(Level::Fatal, sink), Route::Fatal);
+        }
+    }
+
+    #[test]
+    fn entry_sink_follows_sys_stderr() {
+        assert_eq!(entry_sink(true, false), Sink::Own);
+        assert_eq!(entry_sink(false, false), Sink::Replaced);
+        // A writer that calls back into the extension must not recurse.
+        assert_eq!(entry_sink(false, true), Sink::Own);
+    }
+
+    #[test]
+    fn return_plans() {
+        assert_eq!(
+            return_plan(Sink::Replaced, false),
+            ReturnPlan::ThroughPython
+        );
+        assert_eq!(return_plan(Sink::Stalled, false), ReturnPlan::Fd2Detached);
+        assert_eq!(return_plan(Sink::Own, false), ReturnPlan::Fd2Detached);
+        assert_eq!(return_plan(Sink::Replaced, true), ReturnPlan::Fd2NoWait);
+        assert_eq!(return_plan(Sink::Stalled, true), ReturnPlan::Fd2NoWait);
+    }
+
+    #[test]
+    fn daemon_rule_only_on_linux_before_3_13_8() {
+        assert!(daemon_avoids_python(true, (3, 10, 13), true));
+        assert!(daemon_avoids_python(true, (3, 13, 7), true));
+        assert!(!daemon_avoids_python(true, (3, 13, 8), true));
+        assert!(!daemon_avoids_python(true, (3, 14, 0), true));
+        assert!(!daemon_avoids_python(false, (3, 11, 0), true));
+        assert!(!daemon_avoids_python(true, (3, 11, 0), false));
+    }
+
+    #[test]
+    fn macos_small_pipes_count_full_at_512_bytes() {
+        assert!(!macos_pipe_counts_full(16 * 1024, 511));
+        assert!(macos_pipe_counts_full(16 * 1024, 512));
+        assert!(macos_pipe_counts_full(512, 512));
+        assert!(!macos_pipe_counts_full(64 * 1024, 512));
+        assert!(macos_pipe_counts_full(64 * 1024, 64 * 1024));
+    }
+}

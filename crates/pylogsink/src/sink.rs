@@ -1,0 +1,256 @@
+//! The log function: [`emit`] and the state it routes with.
+//!
+//! `emit` may run on any thread, with or without the GIL, under any native
+//! lock. So it never calls into Python, never takes the GIL and never waits
+//! for fd 2 longer than the stall wait. Each thread has its own state (is it
+//! in a call, where do the call's lines go, the lines it keeps); lines
+//! logged outside any call that find no room wait in one process-wide queue.
+
+use crate::fd::{self, STDERR};
+use crate::format::format_record;
+use crate::kept::Kept;
+use crate::level::Level;
+use crate::route::{on_no_room, route, NoRoom, Route, Sink};
+use std::cell::{Cell, RefCell};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Mutex, MutexGuard};
+use std::time::{Duration, SystemTime};
+
+/// Error-level text one call collects for its exception, at most.
+pub const ERRORS_CAP: usize = 1024;
+
+static STALL_WAIT_MICROS: AtomicU64 = AtomicU64::new(100_000);
+static EMITTED: AtomicU64 = AtomicU64::new(0);
+static LEFT_OUT: AtomicU64 = AtomicU64::new(0);
+
+/// How long a line waits for room on fd 2 before it is kept or queued.
+pub fn stall_wait() -> Duration {
+    Duration::from_micros(STALL_WAIT_MICROS.load(Ordering::Relaxed))
+}
+
+/// Sets the stall wait (100 ms unless changed).
+pub fn set_stall_wait(wait: Duration) {
+    let micros = u64::try_from(wait.as_micros()).unwrap_or(u64::MAX);
+    STALL_WAIT_MICROS.store(micros, Ordering::Relaxed);
+}
+
+/// Counts that let a test check that nothing was lost.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Stats {
+    /// Records passed to [`emit`].
+    pub emitted: u64,
+    /// Lines left out of a full buffer; each is counted in a written note.
+    pub left_out: u64,
+    /// Bytes dropped because fd 2 itself failed (closed, no reader).
+    pub failed_bytes: u64,
+}
+
+/// The counts since the process started.
+pub fn stats() -> Stats {
+    Stats {
+        emitted: EMITTED.load(Ordering::Relaxed),
+        left_out: LEFT_OUT.load(Ordering::Relaxed),
+        failed_bytes: fd::failed_bytes(),
+    }
+}
+
+/// Logs one record. `message` need not be UTF-8.
+///
+/// This is the entry that the `log` integration and any other front end go
+/// through. It never calls into Python and never blocks longer than the
+/// stall wait, so it is safe under any lock, with or without the GIL.
+pub fn emit(level: Level, file: &str, line: u32, message: &[u8]) {
+    let mut record = Vec::with_capacity(message.len() + 64);
+    format_record(&mut record, SystemTime::now(), level, file, line, message);
+    EMITTED.fetch_add(1, Ordering::Relaxed);
+    let routed = THREAD.try_with(|t| t.emit(level, message, &record));
+    if routed.is_err() {
+        // The thread is being torn down: it is outside any call.
+        write_direct(Sink::Outside, &record, stall_wait(), |_| {});
+    }
+}
+
+thread_local! {
+    pub(crate) static THREAD: ThreadState = ThreadState::default();
+}
+
+/// One thread's part in pylogsink.
+#[derive(Default)]
+pub(crate) struct ThreadState {
+    /// How many calls deep the thread is; 0 outside any call.
+    pub depth: Cell<u32>,
+    /// Where the current call's lines go (meaningless when `depth` is 0).
+    pub sink: Cell<Option<Sink>>,
+    /// True while this thread writes kept lines through `sys.stderr.write`.
+    pub writing_kept: Cell<bool>,
+    /// The current call's kept lines.
+    pub kept: RefCell<Kept>,
+    /// The current call's Error-level messages, at most [`ERRORS_CAP`].
+    pub errors: RefCell<Vec<u8>>,
+}
+
+impl ThreadState {
+    /// The sink in force for a line logged now.
+    pub fn sink(&self) -> Sink {
+        match self.depth.get() {
+            0 => Sink::Outside,
+            _ => self.sink.get().unwrap_or(Sink::Own),
+        }
+    }
+
+    fn emit(&self, level: Level, message: &[u8], record: &[u8]) {
+        let sink = self.sink();
+        if sink != Sink::Outside && level >= Level::Error {
+            collect_error(&mut self.errors.borrow_mut(), message);
+        }
+        match route(level, sink) {
+            Route::Keep => self.keep(record),
+            Route::Direct { wait } => {
+                let wait = if wait { stall_wait() } else { Duration::ZERO };
+                if sink == Sink::Stalled {
+                    if !self.write_kept(Duration::ZERO) {
+                        return self.keep(record);
+                    }
+                    self.sink.set(Some(Sink::Own));
+                }
+                write_direct(sink, record, wait, |rest| {
+                    self.sink.set(Some(Sink::Stalled));
+                    self.keep(rest);
+                });
+            }
+            Route::Fatal => {
+                self.write_kept(stall_wait());
+                write_direct(sink, record, stall_wait(), |rest| self.keep(rest));
+            }
+        }
+    }
+
+    fn keep(&self, record: &[u8]) {
+        match self.kept.try_borrow_mut() {
+            Ok(mut kept) => kept.push(record),
+            // Only a signal handler that logs while this thread is inside
+            // `push` gets here; fd 2 is the one place left.
+            Err(_) => write_direct(Sink::Outside, record, stall_wait(), |_| {}),
+        }
+    }
+
+    /// Writes the kept lines to fd 2, waiting at most `wait`; puts back what
+    /// finds no room. True if nothing is left.
+    pub fn write_kept(&self, wait: Duration) -> bool {
+        let taken = take_counted(&mut self.kept.borrow_mut());
+        if taken.is_empty() {
+            return true;
+        }
+        let n = fd::write_with_room(STDERR, &taken, wait);
+        if n < taken.len() {
+            self.kept.borrow_mut().unshift(&taken[n..]);
+            return false;
+        }
+        true
+    }
+}
+
+/// Writes a record to fd 2 after whatever waits in the queue. What finds
+/// no room within `wait` goes where [`on_no_room`] says: the queue, or
+/// `keep` (for a call, which then counts as stalled).
+fn write_direct(sink: Sink, record: &[u8], wait: Duration, keep: impl FnOnce(&[u8])) {
+    let written = if write_queue(wait) {
+        fd::write_with_room(STDERR, record, wait)
+    } else {
+        0
+    };
+    if written < record.len() {
+        let rest = &record[written..];
+        match on_no_room(sink) {
+            NoRoom::KeepAndStall => keep(rest),
+            NoRoom::Queue => queue_push(rest),
+        }
+    }
+}
+
+static QUEUE: Mutex<Option<Kept>> = Mutex::new(None);
+static QUEUE_PENDING: AtomicBool = AtomicBool::new(false);
+
+fn queue() -> MutexGuard<'static, Option<Kept>> {
+    QUEUE.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Adds lines that found no room on fd 2 to the process-wide queue.
+pub(crate) fn queue_push(text: &[u8]) {
+    queue().get_or_insert_with(Kept::default).push_text(text);
+    QUEUE_PENDING.store(true, Ordering::Release);
+}
+
+/// Writes the process-wide queue to fd 2, waiting at most `wait`. True if
+/// the queue is empty afterwards. Costs one atomic load when it is empty.
+pub fn write_queue(wait: Duration) -> bool {
+    if !QUEUE_PENDING.load(Ordering::Acquire) {
+        return true;
+    }
+    let text = {
+        let mut q = queue();
+        QUEUE_PENDING.store(false, Ordering::Release);
+        match q.as_mut() {
+            Some(kept) => take_counted(kept),
+            None => return true,
+        }
+    };
+    let n = fd::write_with_room(STDERR, &text, wait);
+    if n < text.len() {
+        queue()
+            .get_or_insert_with(Kept::default)
+            .unshift(&text[n..]);
+        QUEUE_PENDING.store(true, Ordering::Release);
+        return false;
+    }
+    true
+}
+
+/// Takes a buffer's text and adds the lines its note reports to the count.
+pub(crate) fn take_counted(kept: &mut Kept) -> Vec<u8> {
+    if kept.is_empty() {
+        return Vec::new();
+    }
+    let taken = kept.take();
+    LEFT_OUT.fetch_add(taken.left_out_lines, Ordering::Relaxed);
+    taken.text
+}
+
+/// Appends one Error message to a call's collected errors, keeping the
+/// first [`ERRORS_CAP`] bytes: the first error usually names the cause.
+fn collect_error(errors: &mut Vec<u8>, message: &[u8]) {
+    if !errors.is_empty() {
+        if errors.len() >= ERRORS_CAP {
+            return;
+        }
+        errors.push(b'\n');
+    }
+    let take = message.len().min(ERRORS_CAP - errors.len());
+    errors.extend_from_slice(&message[..take]);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn errors_keep_the_first_kilobyte() {
+        let mut errors = Vec::new();
+        collect_error(&mut errors, b"first");
+        collect_error(&mut errors, b"second");
+        assert_eq!(errors, b"first\nsecond");
+        collect_error(&mut errors, &[b'x'; 2000]);
+        assert_eq!(errors.len(), ERRORS_CAP);
+        collect_error(&mut errors, b"late");
+        assert_eq!(errors.len(), ERRORS_CAP);
+        assert!(errors.starts_with(b"first\nsecond\nxx"));
+    }
+
+    #[test]
+    fn stall_wait_round_trips() {
+        let before = stall_wait();
+        set_stall_wait(Duration::from_millis(7));
+        assert_eq!(stall_wait(), Duration::from_millis(7));
+        set_stall_wait(before);
+    }
+}
