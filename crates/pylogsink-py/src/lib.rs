@@ -1,1 +1,17 @@
-//! placeholder
+//! The `pylogsink._pylogsink` module: a small native runtime, built like an
+//! ML runtime's bindings, that logs through pylogsink or through a naive
+//! sink, so that every scenario pylogsink exists for can be run for real.
+#![warn(missing_docs)]
+
+mod naive;
+mod runtime;
+
+use pyo3::exceptions::PyRuntimeError;
+use pyo3::prelude::*;
+
+/// The module's initializer: installs pylogsink for the `log` crate.
+#[pymodule]
+fn _pylogsink(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    pylogsink::init().map_err(|e| PyRuntimeError::new_err(e.to_string()))?;
+    runtime::register(m)
+}

@@ -1,0 +1,288 @@
+//! A small native runtime that behaves like an ML runtime's bindings.
+//!
+//! Its backend holds one mutex across `init` and `execute`, and a failed
+//! backend init logs an Error while holding it, as ExecuTorch's XNNPACK
+//! backend does when a load fails. With the naive sink that is the
+//! two-thread deadlock: the logging thread hands the GIL away inside
+//! `sys.stderr.write`, the other thread takes it and waits for the mutex.
+
+use crate::naive;
+use pylogsink::Level;
+use pyo3::exceptions::{PyRuntimeError, PyValueError};
+use pyo3::prelude::*;
+use pyo3::types::PyDict;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Mutex;
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+/// The backend's own lock, held across init and execute.
+static BACKEND: Mutex<u64> = Mutex::new(0);
+
+/// True while the demo logs through the naive sink instead of pylogsink.
+static NAIVE: AtomicBool = AtomicBool::new(false);
+
+/// Logs one line through the sink chosen with `set_sink`.
+fn rt_log(level: Level, file: &'static str, line: u32, message: &[u8]) {
+    if NAIVE.load(Ordering::Relaxed) {
+        naive::emit(level, file, line, message);
+    } else if let (Ok(text), false) = (std::str::from_utf8(message), level == Level::Fatal) {
+        // Through the `log` crate, as an extension's own code would.
+        log::logger().log(
+            &log::Record::builder()
+                .level(to_log_level(level))
+                .file(Some(file))
+                .line(Some(line))
+                .args(format_args!("{text}"))
+                .build(),
+        );
+    } else {
+        // Raw bytes and Fatal lines, which `log` cannot carry.
+        pylogsink::emit(level, file, line, message);
+    }
+}
+
+fn to_log_level(level: Level) -> log::Level {
+    match level {
+        Level::Debug => log::Level::Debug,
+        Level::Info => log::Level::Info,
+        Level::Warn => log::Level::Warn,
+        Level::Error | Level::Fatal => log::Level::Error,
+    }
+}
+
+macro_rules! rt_log {
+    ($level:expr, $($arg:tt)+) => {
+        rt_log($level, file!(), line!(), format!($($arg)+).as_bytes())
+    };
+}
+
+fn parse_level(name: &str) -> PyResult<Level> {
+    Level::parse(name).ok_or_else(|| {
+        PyValueError::new_err(format!(
+            "unknown level {name:?}: expected debug, info, warn, error or fatal"
+        ))
+    })
+}
+
+/// Chooses the sink: "pylogsink" (the default) or "naive".
+#[pyfunction]
+fn set_sink(name: &str) -> PyResult<()> {
+    match name {
+        "pylogsink" => NAIVE.store(false, Ordering::Relaxed),
+        "naive" => NAIVE.store(true, Ordering::Relaxed),
+        _ => {
+            return Err(PyValueError::new_err(format!(
+                "unknown sink {name:?}: expected \"pylogsink\" or \"naive\""
+            )))
+        }
+    }
+    Ok(())
+}
+
+/// The sink in use.
+#[pyfunction]
+fn sink() -> &'static str {
+    if NAIVE.load(Ordering::Relaxed) {
+        "naive"
+    } else {
+        "pylogsink"
+    }
+}
+
+/// The backend's init: fails, and logs why while it holds the lock.
+fn backend_init(held: &mut u64) -> Result<(), String> {
+    *held += 1;
+    rt_log!(Level::Info, "XNNPACK backend: init #{held}");
+    rt_log!(
+        Level::Error,
+        "XNNPACK backend: failed to create workspace (init #{held})"
+    );
+    Err("backend init failed".to_string())
+}
+
+fn load(py: Python<'_>, release_gil: bool) -> PyResult<()> {
+    pylogsink::call(py, || {
+        let init = || {
+            let mut held = BACKEND.lock().unwrap_or_else(|e| e.into_inner());
+            backend_init(&mut held)
+        };
+        let result = if release_gil { py.detach(init) } else { init() };
+        result.map_err(|e| PyRuntimeError::new_err(format!("load_method: {e}")))
+    })
+}
+
+/// Loads a method whose backend init fails: logs an Error while holding the
+/// backend lock, with the GIL held for the whole call, then raises
+/// RuntimeError.
+#[pyfunction]
+fn load_method(py: Python<'_>) -> PyResult<()> {
+    load(py, false)
+}
+
+/// Like `load_method`, but releases the GIL before taking the backend lock.
+#[pyfunction]
+fn load_method_detached(py: Python<'_>) -> PyResult<()> {
+    load(py, true)
+}
+
+/// Runs the method: takes the backend lock with the GIL held.
+#[pyfunction]
+fn execute(py: Python<'_>) -> PyResult<u64> {
+    pylogsink::call(py, || {
+        let held = BACKEND.lock().unwrap_or_else(|e| e.into_inner());
+        Ok(*held)
+    })
+}
+
+/// Logs `count` lines of `size` bytes (newline included) at `level`
+/// within one call; with `detach`, from a part of the call that released
+/// the GIL. Returns the number of bytes logged.
+#[pyfunction]
+#[pyo3(signature = (count, level = "info", size = 100, detach = false))]
+fn log_lines(
+    py: Python<'_>,
+    count: usize,
+    level: &str,
+    size: usize,
+    detach: bool,
+) -> PyResult<usize> {
+    let level = parse_level(level)?;
+    pylogsink::call(py, || {
+        let body = || log_numbered(level, count, size);
+        Ok(if detach { py.detach(body) } else { body() })
+    })
+}
+
+fn log_numbered(level: Level, count: usize, size: usize) -> usize {
+    let (file, line) = (file!(), line!());
+    let mut empty = Vec::new();
+    pylogsink::format::format_record(
+        &mut empty,
+        std::time::SystemTime::now(),
+        level,
+        file,
+        line,
+        b"",
+    );
+    let mut total = 0;
+    for i in 0..count {
+        let mut message = format!("line {i:07} of {count}");
+        while message.len() + empty.len() < size {
+            message.push('.');
+        }
+        total += message.len() + empty.len();
+        rt_log(level, file, line, message.as_bytes());
+    }
+    total
+}
+
+/// Logs one message of raw bytes, which need not be UTF-8.
+#[pyfunction]
+#[pyo3(signature = (message, level = "info"))]
+fn log_raw(py: Python<'_>, message: &[u8], level: &str) -> PyResult<()> {
+    let level = parse_level(level)?;
+    pylogsink::call(py, || {
+        rt_log(level, file!(), line!(), message);
+        Ok(())
+    })
+}
+
+/// Logs `count` lines, then holds the GIL and sleeps `seconds`: a call that
+/// hangs after logging.
+#[pyfunction]
+fn log_then_hang(py: Python<'_>, count: usize, seconds: f64) -> PyResult<()> {
+    pylogsink::call(py, || {
+        for i in 0..count {
+            rt_log!(Level::Warn, "about to hang: line {i}");
+        }
+        std::thread::sleep(Duration::from_secs_f64(seconds));
+        Ok(())
+    })
+}
+
+/// Logs "outer 1", calls `callback` (which may call back into this
+/// module), logs "outer 2" from a GIL-released part, then "outer 3": every
+/// line belongs to this one outermost call.
+#[pyfunction]
+fn with_callback(py: Python<'_>, callback: Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+    pylogsink::call(py, || {
+        rt_log!(Level::Info, "outer 1");
+        let result = pylogsink::call(py, || callback.call0())?;
+        py.detach(|| rt_log!(Level::Info, "outer 2"));
+        rt_log!(Level::Info, "outer 3");
+        Ok(result.unbind())
+    })
+}
+
+/// A native thread that logs outside any call.
+#[pyclass(module = "pylogsink._pylogsink")]
+struct BackgroundLogger {
+    handle: Option<JoinHandle<()>>,
+}
+
+#[pymethods]
+impl BackgroundLogger {
+    /// Waits for the thread to finish, with the GIL released.
+    fn join(&mut self, py: Python<'_>) {
+        if let Some(handle) = self.handle.take() {
+            let _ = py.detach(|| handle.join());
+        }
+    }
+}
+
+/// Starts a native thread that logs `count` lines, `interval` seconds
+/// apart, outside any call.
+#[pyfunction]
+#[pyo3(signature = (count, interval = 0.0))]
+fn start_background_logger(count: usize, interval: f64) -> BackgroundLogger {
+    let handle = std::thread::spawn(move || {
+        for i in 0..count {
+            rt_log!(Level::Info, "background line {i}");
+            if interval > 0.0 {
+                std::thread::sleep(Duration::from_secs_f64(interval));
+            }
+        }
+    });
+    BackgroundLogger {
+        handle: Some(handle),
+    }
+}
+
+/// pylogsink's counts: lines emitted, lines left out (and noted), bytes
+/// lost to a failing fd 2.
+#[pyfunction]
+fn stats(py: Python<'_>) -> PyResult<Bound<'_, PyDict>> {
+    let s = pylogsink::stats();
+    let d = PyDict::new(py);
+    d.set_item("emitted", s.emitted)?;
+    d.set_item("left_out", s.left_out)?;
+    d.set_item("failed_bytes", s.failed_bytes)?;
+    Ok(d)
+}
+
+/// Sets how long a line waits for room on fd 2, in seconds.
+#[pyfunction]
+fn set_stall_wait(seconds: f64) -> PyResult<()> {
+    let wait = Duration::try_from_secs_f64(seconds)
+        .map_err(|e| PyValueError::new_err(format!("bad stall wait {seconds}: {e}")))?;
+    pylogsink::set_stall_wait(wait);
+    Ok(())
+}
+
+pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(set_sink, m)?)?;
+    m.add_function(wrap_pyfunction!(sink, m)?)?;
+    m.add_function(wrap_pyfunction!(load_method, m)?)?;
+    m.add_function(wrap_pyfunction!(load_method_detached, m)?)?;
+    m.add_function(wrap_pyfunction!(execute, m)?)?;
+    m.add_function(wrap_pyfunction!(log_lines, m)?)?;
+    m.add_function(wrap_pyfunction!(log_raw, m)?)?;
+    m.add_function(wrap_pyfunction!(log_then_hang, m)?)?;
+    m.add_function(wrap_pyfunction!(with_callback, m)?)?;
+    m.add_function(wrap_pyfunction!(start_background_logger, m)?)?;
+    m.add_function(wrap_pyfunction!(stats, m)?)?;
+    m.add_function(wrap_pyfunction!(set_stall_wait, m)?)?;
+    m.add_class::<BackgroundLogger>()?;
+    Ok(())
+}

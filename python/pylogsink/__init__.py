@@ -1,0 +1,40 @@
+"""pylogsink: native log lines to the Python user, with no deadlock, no hang,
+no lost capture and no lost crash lines.
+
+The Rust crate ``pylogsink`` is what native extensions embed. This package
+holds its demo runtime, ``pylogsink._pylogsink``: a small native runtime that
+logs through pylogsink or through a naive sink, so that the scenarios
+pylogsink exists for can be run for real (``python -m pylogsink.demo``).
+"""
+
+from pylogsink._pylogsink import (
+    BackgroundLogger,
+    execute,
+    load_method,
+    load_method_detached,
+    log_lines,
+    log_raw,
+    log_then_hang,
+    set_sink,
+    set_stall_wait,
+    sink,
+    start_background_logger,
+    stats,
+    with_callback,
+)
+
+__all__ = [
+    "BackgroundLogger",
+    "execute",
+    "load_method",
+    "load_method_detached",
+    "log_lines",
+    "log_raw",
+    "log_then_hang",
+    "set_sink",
+    "set_stall_wait",
+    "sink",
+    "start_background_logger",
+    "stats",
+    "with_callback",
+]

@@ -1,0 +1,48 @@
+"""Type stubs for the demo runtime, ``pylogsink._pylogsink``."""
+
+from typing import Callable, Literal, TypeVar
+
+_T = TypeVar("_T")
+_Level = Literal["debug", "info", "warn", "warning", "error", "fatal", "critical"]
+
+def set_sink(name: Literal["pylogsink", "naive"]) -> None:
+    """Log through pylogsink (the default) or through the naive sink."""
+
+def sink() -> Literal["pylogsink", "naive"]:
+    """The sink in use."""
+
+def load_method() -> None:
+    """Backend init fails and logs an Error under the backend lock, GIL held; raises RuntimeError."""
+
+def load_method_detached() -> None:
+    """Like load_method, but releases the GIL before taking the backend lock."""
+
+def execute() -> int:
+    """Takes the backend lock with the GIL held; returns how many inits ran."""
+
+def log_lines(count: int, level: _Level = "info", size: int = 100, detach: bool = False) -> int:
+    """Logs count lines of about size bytes in one call; returns the bytes logged."""
+
+def log_raw(message: bytes, level: _Level = "info") -> None:
+    """Logs one message of raw bytes, which need not be UTF-8."""
+
+def log_then_hang(count: int, seconds: float) -> None:
+    """Logs count Warn lines, then sleeps holding the GIL."""
+
+def with_callback(callback: Callable[[], _T]) -> _T:
+    """Logs around a call of callback, all within one outermost call."""
+
+class BackgroundLogger:
+    """A native thread that logs outside any call."""
+
+    def join(self) -> None:
+        """Waits for the thread, with the GIL released."""
+
+def start_background_logger(count: int, interval: float = 0.0) -> BackgroundLogger:
+    """Starts a native thread that logs count lines, interval seconds apart."""
+
+def stats() -> dict[str, int]:
+    """Counts: 'emitted', 'left_out' (lines noted as left out), 'failed_bytes'."""
+
+def set_stall_wait(seconds: float) -> None:
+    """How long a line waits for room on fd 2 before it is kept or queued."""

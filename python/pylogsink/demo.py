@@ -1,0 +1,70 @@
+"""The main demo: the two-thread deadlock under the naive sink and under
+pylogsink, each in a subprocess with a timeout.
+
+    python -m pylogsink.demo [--iterations 100] [--timeout 10]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+
+
+@dataclass
+class Outcome:
+    """How one scenario run ended."""
+
+    label: str
+    sink: str
+    hung: bool
+    seconds: float
+    lines: int | None
+    errors: int
+
+
+def run(label: str, sink: str, detached: bool, iterations: int, timeout: float) -> Outcome:
+    """Runs one two-thread scenario in a subprocess; a run that does not end
+    within ``timeout`` seconds is killed and counts as hung."""
+    cmd = [sys.executable, "-m", "pylogsink.scenarios", "two-threads", "--sink", sink]
+    cmd += ["--iterations", str(iterations)] + (["--detached"] if detached else [])
+    start = time.monotonic()
+    try:
+        done = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        return Outcome(label, sink, True, timeout, None, 0)
+    took = time.monotonic() - start
+    if done.returncode != 0 and not done.stdout.strip():
+        raise RuntimeError(f"scenario failed (exit {done.returncode}):\n{done.stderr}")
+    result = json.loads(done.stdout.strip().splitlines()[-1])
+    return Outcome(label, sink, False, took, int(result["lines_delivered"]), len(result["errors"]))
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--iterations", type=int, default=100)
+    parser.add_argument("--timeout", type=float, default=10.0)
+    args = parser.parse_args(argv)
+    print(f"Two threads, {args.iterations} iterations each: A loads a method whose backend")
+    print("init fails and logs under the backend lock; B executes, taking that lock.\n")
+    rows = []
+    for label, detached in (("GIL held", False), ("GIL released", True)):
+        for sink in ("naive", "pylogsink"):
+            rows.append(run(label, sink, detached, args.iterations, args.timeout))
+    print(f"{'variant':<14} {'sink':<10} {'result':<28} {'lines delivered':>15}")
+    for r in rows:
+        result = f"hung (killed after {r.seconds:g} s)" if r.hung else f"completed in {r.seconds:.2f} s"
+        if r.errors:
+            result += f", {r.errors} thread errors"
+        lines = "-" if r.lines is None else str(r.lines)
+        print(f"{r.label:<14} {r.sink:<10} {result:<28} {lines:>15}")
+    expected = all(r.hung == (r.sink == "naive") and not r.errors for r in rows)
+    print("\npylogsink completed every run; the naive sink hung." if expected else "\nUNEXPECTED outcome, see above.")
+    return 0 if expected else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

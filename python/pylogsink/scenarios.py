@@ -1,0 +1,108 @@
+"""Scenarios that run the demo runtime the way real programs do.
+
+Each scenario runs in the process that calls it and prints one JSON line
+with what happened. Run them in a subprocess with a timeout: a scenario that
+deadlocks never prints, and that is the point of the naive sink.
+
+    python -m pylogsink.scenarios two-threads --sink naive --iterations 100
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import threading
+import time
+import traceback
+from typing import Callable
+
+import pylogsink
+
+
+class SlowStderr:
+    """A replaced ``sys.stderr`` whose ``write`` releases the GIL, as a real
+    stream does around its ``write(2)``; ``time.sleep`` makes the hand-off
+    of the GIL to another thread certain instead of likely."""
+
+    def __init__(self, delay: float = 0.001) -> None:
+        self.delay = delay
+        self.parts: list[str] = []
+
+    def write(self, text: str) -> int:
+        time.sleep(self.delay)
+        self.parts.append(text)
+        return len(text)
+
+    def flush(self) -> None:
+        pass
+
+    def text(self) -> str:
+        return "".join(self.parts)
+
+
+def two_threads(sink: str, iterations: int, detached: bool) -> dict[str, object]:
+    """Thread A loads a method whose backend init fails and logs under the
+    backend lock; thread B executes, which takes that lock with the GIL held.
+    With ``detached``, A releases the GIL before taking the lock."""
+    pylogsink.set_sink(sink)
+    load = pylogsink.load_method_detached if detached else pylogsink.load_method
+    errors: list[str] = []
+
+    def guarded(body: Callable[[], None]) -> Callable[[], None]:
+        def run() -> None:
+            try:
+                body()
+            except BaseException:  # reported in the result, not lost
+                errors.append(traceback.format_exc())
+
+        return run
+
+    def loader() -> None:
+        for _ in range(iterations):
+            try:
+                load()
+            except RuntimeError:
+                pass
+
+    def executor() -> None:
+        for _ in range(iterations):
+            pylogsink.execute()
+
+    stderr = SlowStderr()
+    sys.stderr = stderr
+    start = time.monotonic()
+    try:
+        threads = [threading.Thread(target=guarded(f)) for f in (loader, executor)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+    finally:
+        sys.stderr = sys.__stderr__
+    return {
+        "scenario": "two-threads",
+        "sink": sink,
+        "detached": detached,
+        "iterations": iterations,
+        "seconds": round(time.monotonic() - start, 3),
+        "lines_delivered": stderr.text().count("\n"),
+        "errors": errors,
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    sub = parser.add_subparsers(dest="scenario", required=True)
+    two = sub.add_parser("two-threads", help=two_threads.__doc__)
+    two.add_argument("--sink", choices=["pylogsink", "naive"], default="pylogsink")
+    two.add_argument("--iterations", type=int, default=100)
+    two.add_argument("--detached", action="store_true", help="release the GIL before the lock")
+    args = parser.parse_args(argv)
+    result = two_threads(args.sink, args.iterations, args.detached)
+    print(json.dumps(result), flush=True)
+    return 0 if not result["errors"] else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
