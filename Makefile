@@ -1,0 +1,16 @@
+.DEFAULT_GOAL := help
+
+.PHONY: help demo test lint
+
+help: ## Show the targets
+	@grep -E '^[a-z]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-6s %s\n", $$1, $$2}'
+
+demo: ## Build everything and run the demo (naive sink hangs, pylogsink completes)
+	scripts/demo.sh
+
+test: ## Build everything and run all tests on every CPython 3.10-3.13 found
+	scripts/test.sh
+
+lint: ## cargo fmt --check and clippy
+	cargo fmt --all -- --check
+	cargo clippy --all-targets -- -D warnings

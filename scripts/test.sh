@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# Builds everything and runs every test: the Rust tests, clippy, then the
+# Python tests on each CPython 3.10 to 3.13 found (one abi3 wheel for all).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+echo "== cargo fmt, clippy, test"
+cargo fmt --all -- --check
+cargo clippy --all-targets -- -D warnings
+cargo test --workspace
+
+echo "== build the wheel"
+python3 -m pip install -q --disable-pip-version-check "maturin>=1.8,<2"
+rm -rf dist
+python3 -m maturin build --release -q -o dist
+wheel=$(ls dist/pylogsink-*.whl)
+
+status=0
+ran=0
+for py in $(scripts/pythons.sh); do
+  version=$("$py" -c 'import sys; print("%d.%d" % sys.version_info[:2])')
+  venv=".venvs/$version"
+  echo "== Python $version ($py)"
+  [ -x "$venv/bin/python" ] || "$py" -m venv "$venv"
+  "$venv/bin/python" -m pip install -q --disable-pip-version-check -r tests/requirements.txt
+  "$venv/bin/python" -m pip install -q --disable-pip-version-check --force-reinstall --no-deps "$wheel"
+  "$venv/bin/python" -m pytest -p no:cacheprovider tests "$@" || status=1
+  ran=$((ran + 1))
+done
+if [ "$ran" -eq 0 ]; then
+  echo "no CPython 3.10 to 3.13 found" >&2
+  exit 1
+fi
+exit $status

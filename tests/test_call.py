@@ -1,0 +1,155 @@
+"""Routing within a call (call.rs): kept while sys.stderr is replaced,
+direct to fd 2 while it is the process's own, nested calls joined."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import subprocess
+import sys
+import time
+
+import pytest
+
+import pylogsink
+from conftest import popen, python, records
+
+
+def numbers(text: str) -> list[int]:
+    """The line numbers of log_lines records in ``text``, in order."""
+    return [int(r.split("] line ")[1].split()[0]) for r in records(text) if "] line " in r]
+
+
+def test_capsys_receives_the_lines_in_order(capsys: pytest.CaptureFixture[str]) -> None:
+    pylogsink.log_lines(50, "warn")
+    err = capsys.readouterr().err
+    assert numbers(err) == list(range(50))
+    assert all(" WARN  " in r for r in records(err))
+
+
+def test_redirect_stderr_gets_lines_when_the_call_returns() -> None:
+    buf = io.StringIO()
+    with contextlib.redirect_stderr(buf):
+        # The callback runs inside the call: nothing is written yet.
+        seen_during = pylogsink.with_callback(lambda: buf.getvalue())
+        pylogsink.log_lines(3)
+    assert seen_during == ""
+    messages = [r.split("] ", 1)[1] for r in records(buf.getvalue())]
+    assert messages[:3] == ["outer 1", "outer 2", "outer 3"]
+    assert numbers(buf.getvalue()) == [0, 1, 2]
+
+
+def test_nested_calls_join_the_outermost() -> None:
+    buf = io.StringIO()
+    with contextlib.redirect_stderr(buf):
+        pylogsink.with_callback(lambda: pylogsink.log_lines(2))
+    messages = [r.split("] ", 1)[1].rstrip(".") for r in records(buf.getvalue())]
+    assert messages == ["outer 1", "line 0000000 of 2", "line 0000001 of 2", "outer 2", "outer 3"]
+
+
+def test_lines_from_a_gil_released_part_belong_to_the_call() -> None:
+    buf = io.StringIO()
+    with contextlib.redirect_stderr(buf):
+        pylogsink.log_lines(5, detach=True)
+    assert numbers(buf.getvalue()) == list(range(5))
+
+
+def test_bytes_that_are_not_utf8_arrive_escaped() -> None:
+    buf = io.StringIO()
+    with contextlib.redirect_stderr(buf):
+        pylogsink.log_raw(b"Program identifier '\xff\xfe\x00\x1b' != expected 'ET12'", "error")
+    (record,) = records(buf.getvalue())
+    assert record.endswith("] Program identifier '\\xff\\xfe\\x00\\x1b' != expected 'ET12'")
+
+
+def test_an_embedded_newline_continues_the_record() -> None:
+    buf = io.StringIO()
+    with contextlib.redirect_stderr(buf):
+        pylogsink.log_raw(b"name: x\n[2026-01-01T00:00:00.000000Z ERROR forged.rs:1] forged")
+    assert len(records(buf.getvalue())) == 1
+    assert "\n    [2026-01-01T00:00:00.000000Z ERROR forged.rs:1] forged\n" in buf.getvalue()
+
+
+def test_bad_arguments_raise_clear_errors() -> None:
+    with pytest.raises(ValueError, match='unknown level "loud"'):
+        pylogsink.log_lines(1, "loud")  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="unknown sink"):
+        pylogsink.set_sink("fast")  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="bad stall wait"):
+        pylogsink.set_stall_wait(-1)
+
+
+def test_unittest_buffer_holds_the_lines(tmp_path: pytest.TempPathFactory) -> None:
+    (tmp_path / "test_buffered.py").write_text(  # type: ignore[operator]
+        "import unittest, pylogsink\n"
+        "class T(unittest.TestCase):\n"
+        "    def test_passes(self):\n"
+        "        pylogsink.log_raw(b'quiet line from a passing test')\n"
+        "    def test_fails(self):\n"
+        "        pylogsink.log_raw(b'first line from a failing test')\n"
+        "        pylogsink.log_raw(b'second line from a failing test')\n"
+        "        self.fail('on purpose')\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-m", "unittest", "--buffer", "test_buffered"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 1
+    out = done.stderr
+    # Buffered: the passing test's line is discarded with its buffer, and the
+    # failing test's lines appear in its report, after the traceback.
+    assert "quiet line from a passing test" not in out
+    report = out.split("AssertionError: on purpose", 1)[1]
+    assert report.index("first line from a failing test") < report.index("second line from a failing test")
+
+
+def test_own_stderr_lines_are_on_fd2_before_the_call_returns() -> None:
+    # pytest replaces sys.stderr in this process, so the process's own
+    # stderr is tested in a child: it logs, then hangs inside the call.
+    child = popen("import pylogsink; pylogsink.log_then_hang(3, 60)")
+    try:
+        assert child.stderr is not None
+        got: list[str] = []
+        deadline = time.monotonic() + 20
+        while len(got) < 3 and time.monotonic() < deadline:
+            line = child.stderr.readline().decode()
+            if line:
+                got.append(line)
+        assert len(got) == 3, got
+        assert [g.split("] ")[1].strip() for g in got] == [f"about to hang: line {i}" for i in range(3)]
+        assert child.poll() is None, "the call is still running"
+    finally:
+        child.kill()
+        child.wait()
+
+
+def test_own_stderr_is_direct_and_ordered_with_python_output() -> None:
+    done = python(
+        """
+        import sys, pylogsink
+        print("before", file=sys.stderr, flush=True)
+        pylogsink.log_lines(2)
+        print("after", file=sys.stderr, flush=True)
+        """
+    )
+    lines = done.stderr.splitlines()
+    assert lines[0] == "before" and lines[-1] == "after"
+    assert numbers(done.stderr) == [0, 1]
+
+
+def test_outside_a_call_lines_go_to_fd2_even_if_stderr_is_replaced() -> None:
+    done = python(
+        """
+        import io, sys, pylogsink
+        sys.stderr = io.StringIO()
+        pylogsink.start_background_logger(5).join()
+        captured = sys.stderr.getvalue()
+        sys.stderr = sys.__stderr__
+        print(repr(captured))
+        """
+    )
+    assert done.stdout.strip() == "''"
+    assert [r.split("] ")[1] for r in records(done.stderr)] == [f"background line {i}" for i in range(5)]
