@@ -9,11 +9,13 @@ pylogsink exists for can be run for real (``python -m pylogsink.demo``).
 
 from pylogsink._pylogsink import (
     BackgroundLogger,
+    abort_with_fatal,
     execute,
     load_method,
     load_method_detached,
     log_lines,
     log_raw,
+    log_then_block,
     log_then_hang,
     set_sink,
     set_stall_wait,
@@ -25,11 +27,13 @@ from pylogsink._pylogsink import (
 
 __all__ = [
     "BackgroundLogger",
+    "abort_with_fatal",
     "execute",
     "load_method",
     "load_method_detached",
     "log_lines",
     "log_raw",
+    "log_then_block",
     "log_then_hang",
     "set_sink",
     "set_stall_wait",

@@ -5,10 +5,11 @@ from typing import Callable, Literal, TypeVar
 _T = TypeVar("_T")
 _Level = Literal["debug", "info", "warn", "warning", "error", "fatal", "critical"]
 
-def set_sink(name: Literal["pylogsink", "naive"]) -> None:
-    """Log through pylogsink (the default) or through the naive sink."""
+def set_sink(name: Literal["pylogsink", "naive", "fd2"]) -> None:
+    """Log through pylogsink (the default), through sys.stderr.write with the
+    GIL ("naive"), or with a blocking write(2) to fd 2 ("fd2")."""
 
-def sink() -> Literal["pylogsink", "naive"]:
+def sink() -> Literal["pylogsink", "naive", "fd2"]:
     """The sink in use."""
 
 def load_method() -> None:
@@ -29,8 +30,14 @@ def log_raw(message: bytes, level: _Level = "info") -> None:
 def log_then_hang(count: int, seconds: float) -> None:
     """Logs count Warn lines, then sleeps holding the GIL."""
 
+def log_then_block(count: int) -> None:
+    """Logs count Warn lines, then blocks for good with the GIL released."""
+
 def with_callback(callback: Callable[[], _T]) -> _T:
     """Logs around a call of callback, all within one outermost call."""
+
+def abort_with_fatal() -> None:
+    """Logs an Error, then a Fatal line, then aborts the process."""
 
 class BackgroundLogger:
     """A native thread that logs outside any call."""

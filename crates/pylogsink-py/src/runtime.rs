@@ -11,7 +11,7 @@ use pylogsink::Level;
 use pyo3::exceptions::{PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::Mutex;
 use std::thread::JoinHandle;
 use std::time::Duration;
@@ -19,13 +19,19 @@ use std::time::Duration;
 /// The backend's own lock, held across init and execute.
 static BACKEND: Mutex<u64> = Mutex::new(0);
 
-/// True while the demo logs through the naive sink instead of pylogsink.
-static NAIVE: AtomicBool = AtomicBool::new(false);
+/// The sinks the demo can log through, by name.
+const SINKS: [&str; 3] = ["pylogsink", "naive", "fd2"];
+
+/// Index into [`SINKS`] of the sink in use.
+static SINK: AtomicU8 = AtomicU8::new(0);
 
 /// Logs one line through the sink chosen with `set_sink`.
 fn rt_log(level: Level, file: &'static str, line: u32, message: &[u8]) {
-    if NAIVE.load(Ordering::Relaxed) {
+    let sink = SINKS[usize::from(SINK.load(Ordering::Relaxed))];
+    if sink == "naive" {
         naive::emit(level, file, line, message);
+    } else if sink == "fd2" {
+        naive::emit_fd2(level, file, line, message);
     } else if let (Ok(text), false) = (std::str::from_utf8(message), level == Level::Fatal) {
         // Through the `log` crate, as an extension's own code would.
         log::logger().log(
@@ -65,29 +71,21 @@ fn parse_level(name: &str) -> PyResult<Level> {
     })
 }
 
-/// Chooses the sink: "pylogsink" (the default) or "naive".
+/// Chooses the sink: "pylogsink" (the default), "naive" (each line through
+/// `sys.stderr.write` with the GIL) or "fd2" (a blocking `write(2)` to fd 2).
 #[pyfunction]
 fn set_sink(name: &str) -> PyResult<()> {
-    match name {
-        "pylogsink" => NAIVE.store(false, Ordering::Relaxed),
-        "naive" => NAIVE.store(true, Ordering::Relaxed),
-        _ => {
-            return Err(PyValueError::new_err(format!(
-                "unknown sink {name:?}: expected \"pylogsink\" or \"naive\""
-            )))
-        }
-    }
+    let index = SINKS.iter().position(|&s| s == name).ok_or_else(|| {
+        PyValueError::new_err(format!("unknown sink {name:?}: expected one of {SINKS:?}"))
+    })?;
+    SINK.store(index as u8, Ordering::Relaxed);
     Ok(())
 }
 
 /// The sink in use.
 #[pyfunction]
 fn sink() -> &'static str {
-    if NAIVE.load(Ordering::Relaxed) {
-        "naive"
-    } else {
-        "pylogsink"
-    }
+    SINKS[usize::from(SINK.load(Ordering::Relaxed))]
 }
 
 /// The backend's init: fails, and logs why while it holds the lock.
@@ -201,6 +199,20 @@ fn log_then_hang(py: Python<'_>, count: usize, seconds: f64) -> PyResult<()> {
     })
 }
 
+/// Logs `count` lines, then releases the GIL and blocks for good inside
+/// the call: a thread that is still in a call when the process exits.
+#[pyfunction]
+fn log_then_block(py: Python<'_>, count: usize) -> PyResult<()> {
+    pylogsink::call(py, || {
+        for i in 0..count {
+            rt_log!(Level::Warn, "blocked for good after line {i}");
+        }
+        py.detach(|| loop {
+            std::thread::park();
+        })
+    })
+}
+
 /// Logs "outer 1", calls `callback` (which may call back into this
 /// module), logs "outer 2" from a GIL-released part, then "outer 3": every
 /// line belongs to this one outermost call.
@@ -212,6 +224,17 @@ fn with_callback(py: Python<'_>, callback: Bound<'_, PyAny>) -> PyResult<Py<PyAn
         py.detach(|| rt_log!(Level::Info, "outer 2"));
         rt_log!(Level::Info, "outer 3");
         Ok(result.unbind())
+    })
+}
+
+/// Logs an Error, then a Fatal line, then aborts the process, all within
+/// one call: what a runtime does when its debug buffer is too small.
+#[pyfunction]
+fn abort_with_fatal(py: Python<'_>) -> PyResult<()> {
+    pylogsink::call(py, || {
+        rt_log!(Level::Error, "ETDump: debug buffer of 64 bytes is too small for event 3");
+        rt_log!(Level::Fatal, "In function write_event(), assert failed: buffer has room");
+        std::process::abort()
     })
 }
 
@@ -280,8 +303,10 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(log_raw, m)?)?;
     m.add_function(wrap_pyfunction!(log_then_hang, m)?)?;
     m.add_function(wrap_pyfunction!(with_callback, m)?)?;
+    m.add_function(wrap_pyfunction!(log_then_block, m)?)?;
     m.add_function(wrap_pyfunction!(start_background_logger, m)?)?;
     m.add_function(wrap_pyfunction!(stats, m)?)?;
+    m.add_function(wrap_pyfunction!(abort_with_fatal, m)?)?;
     m.add_function(wrap_pyfunction!(set_stall_wait, m)?)?;
     m.add_class::<BackgroundLogger>()?;
     Ok(())

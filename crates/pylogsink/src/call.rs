@@ -5,10 +5,9 @@
 //! call starts (is `sys.stderr` the process's own?) and when it returns
 //! (write the lines it kept). The log function itself never touches Python.
 
-use crate::fd::{self, STDERR};
 use crate::format::decode_backslashreplace;
 use crate::route::{daemon_avoids_python, entry_sink, return_plan, ReturnPlan, Sink};
-use crate::sink::{stall_wait, take_counted, write_queue, THREAD};
+use crate::sink::{stall_wait, take_counted, write_fd2, write_queue, THREAD};
 use pyo3::exceptions::PyException;
 use pyo3::prelude::*;
 use std::sync::OnceLock;
@@ -99,11 +98,11 @@ fn leave() -> Option<Sink> {
 /// Writes what the call kept, and what waits in the process-wide queue.
 /// Returns an exception raised by a signal handler during the write.
 fn write_at_return(py: Python<'_>, sink: Sink) -> Option<PyErr> {
-    let nothing_kept = THREAD.with(|t| t.kept.borrow().is_empty());
+    let nothing_kept = THREAD.with(|t| t.kept().is_empty());
     if nothing_kept && write_queue(Duration::ZERO) {
         return None;
     }
-    let text = THREAD.with(|t| take_counted(&mut t.kept.borrow_mut()));
+    let text = THREAD.with(|t| take_counted(&mut t.kept()));
     let avoid_python = avoid_python(py);
     match return_plan(sink, avoid_python) {
         ReturnPlan::ThroughPython => {
@@ -138,17 +137,6 @@ fn write_at_return(py: Python<'_>, sink: Sink) -> Option<PyErr> {
 /// the stall wait joins the queue.
 fn write_fd2_detached(py: Python<'_>, text: &[u8]) {
     py.detach(|| write_fd2(text, stall_wait()));
-}
-
-fn write_fd2(text: &[u8], wait: Duration) {
-    let written = if write_queue(wait) {
-        fd::write_with_room(STDERR, text, wait)
-    } else {
-        0
-    };
-    if written < text.len() {
-        crate::sink::queue_push(&text[written..]);
-    }
 }
 
 /// Writes through `sys.stderr.write`. `Ok(false)` if there is no usable
@@ -189,19 +177,56 @@ fn stderr_is_own(_py: Python<'_>) -> bool {
 }
 
 /// Whether this thread must not write through Python or re-take the GIL
-/// (see [`daemon_avoids_python`]); asks Python only where the rule applies.
+/// (see [`daemon_avoids_python`]). Asks Python only where the rule applies,
+/// once per thread.
 fn avoid_python(py: Python<'_>) -> bool {
     static OLD_LINUX_PYTHON: OnceLock<bool> = OnceLock::new();
     let applies = *OLD_LINUX_PYTHON.get_or_init(|| {
         let v = py.version_info();
         daemon_avoids_python(cfg!(target_os = "linux"), (v.major, v.minor, v.patch), true)
     });
-    applies && is_daemon_thread(py).unwrap_or(true)
+    if !applies {
+        return false;
+    }
+    THREAD.with(|t| match t.avoid_python.get() {
+        Some(known) => known,
+        None => {
+            let avoid = !is_joined_at_exit(py).unwrap_or(false);
+            t.avoid_python.set(Some(avoid));
+            avoid
+        }
+    })
 }
 
-fn is_daemon_thread(py: Python<'_>) -> PyResult<bool> {
-    py.import("threading")?
-        .call_method0("current_thread")?
-        .getattr("daemon")?
-        .extract()
+/// Whether Python joins this thread before it finalizes: a `threading`
+/// thread that is not a daemon. Every other thread (a daemon, or a native
+/// thread that attached itself) may still run when finalization starts.
+///
+/// Found with lookups that run no Python bytecode, so the GIL cannot be
+/// handed away (and this thread ended) while they run:
+/// `sys.modules["threading"]._active[_thread.get_ident()]._daemonic`.
+fn is_joined_at_exit(py: Python<'_>) -> PyResult<bool> {
+    if is_process_main_thread() {
+        return Ok(true);
+    }
+    let modules = py.import("sys")?.getattr("modules")?;
+    let Ok(threading) = modules.get_item("threading") else {
+        return Ok(false);
+    };
+    let ident = py.import("_thread")?.call_method0("get_ident")?;
+    let Ok(thread) = threading.getattr("_active")?.get_item(ident) else {
+        return Ok(false);
+    };
+    Ok(!thread.getattr("_daemonic")?.extract::<bool>()?)
+}
+
+#[cfg(target_os = "linux")]
+fn is_process_main_thread() -> bool {
+    // SAFETY: gettid and getpid have no preconditions and cannot fail.
+    unsafe { libc::gettid() == libc::getpid() }
+}
+
+#[cfg(not(target_os = "linux"))]
+fn is_process_main_thread() -> bool {
+    false
 }

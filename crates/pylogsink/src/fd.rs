@@ -57,15 +57,14 @@ pub fn next_piece(text: &[u8]) -> usize {
     }
 }
 
-/// Writes as much of `text` to `fd` as finds room, waiting for room at
-/// most `wait` in all. Returns how many bytes went out (or were dropped
+/// Writes as much of `text` to `fd` as finds room, each piece waiting for
+/// room at most `wait`. Returns how many bytes went out (or were dropped
 /// because `fd` failed); the rest found no room.
 pub fn write_with_room(fd: RawFd, text: &[u8], wait: Duration) -> usize {
-    let deadline = Instant::now() + wait;
     let mut done = 0;
     while done < text.len() {
         let piece = &text[done..done + next_piece(&text[done..])];
-        match write_piece(fd, piece, deadline) {
+        match write_piece(fd, piece, wait) {
             Some(n) => done += n,
             None => break,
         }
@@ -73,12 +72,15 @@ pub fn write_with_room(fd: RawFd, text: &[u8], wait: Duration) -> usize {
     done
 }
 
-/// Writes one piece; `None` if there was no room before `deadline`.
-fn write_piece(fd: RawFd, piece: &[u8], deadline: Instant) -> Option<usize> {
+/// Writes one piece; `None` if there was no room within `wait`. The clock
+/// is read only once the piece has found no room.
+fn write_piece(fd: RawFd, piece: &[u8], wait: Duration) -> Option<usize> {
+    let mut deadline = None;
     loop {
         match try_write(fd, piece) {
             Ok(n) => return Some(n),
             Err(Blocked::Full(poll_fd)) => {
+                let deadline = *deadline.get_or_insert_with(|| Instant::now() + wait);
                 let left = deadline.saturating_duration_since(Instant::now());
                 if left.is_zero() || !wait_for_room(poll_fd, left) {
                     return None;
@@ -216,7 +218,7 @@ fn wait_for_room(fd: RawFd, wait: Duration) -> bool {
         events: libc::POLLOUT,
         revents: 0,
     };
-    let ms = wait.as_millis().min(i32::MAX as u128) as i32;
+    let ms = wait.as_micros().div_ceil(1000).min(i32::MAX as u128) as i32;
     // SAFETY: `pfd` is one valid pollfd for the duration of the call.
     let n = unsafe { libc::poll(&mut pfd, 1, ms) };
     // An error or hang-up also ends the wait: the write then reports it.
@@ -252,6 +254,7 @@ mod tests {
         let text = vec![b'x'; 1 << 20];
         let start = Instant::now();
         let n = write_with_room(w.as_raw_fd(), &text, Duration::from_millis(50));
+        // One stall of 50 ms ends the write.
         let took = start.elapsed();
         assert!(n < text.len(), "a pipe cannot take 1 MiB");
         assert!(n >= 4096, "an empty pipe takes at least a page");

@@ -37,9 +37,9 @@ impl Default for Kept {
 
 impl Kept {
     /// An empty buffer that keeps at most `cap` bytes.
-    pub fn with_cap(cap: usize) -> Kept {
+    pub const fn with_cap(cap: usize) -> Kept {
         Kept {
-            cap: cap.max(64),
+            cap: if cap < 64 { 64 } else { cap },
             data: Vec::new(),
             head: 0,
             lens: VecDeque::new(),
@@ -100,15 +100,29 @@ impl Kept {
         self.lens.push_back(line.len());
     }
 
-    /// Puts back text that could not be written, in front of what is kept
-    /// (it is older). Used when a write stopped part way through.
-    pub fn unshift(&mut self, text: &[u8]) {
+    /// Puts back what was taken and not written: `written` bytes of
+    /// `taken.text` went out. If the note did not go out in full, its counts
+    /// are restored rather than its text, so it stays one note. The lines
+    /// put back are older than any pushed since, so they go in front.
+    pub fn put_back(&mut self, taken: Taken, written: usize) {
+        if written >= taken.text.len() {
+            return;
+        }
         let newer = std::mem::replace(self, Kept::with_cap(self.cap));
         self.left_out_lines = newer.left_out_lines;
         self.left_out_bytes = newer.left_out_bytes;
         self.cut_lines = newer.cut_lines;
         self.cut_bytes = newer.cut_bytes;
-        self.push_text(text);
+        let rest = if written < taken.note_len {
+            self.left_out_lines += taken.left_out_lines;
+            self.left_out_bytes += taken.left_out_bytes;
+            self.cut_lines += taken.cut_lines;
+            self.cut_bytes += taken.cut_bytes;
+            &taken.text[taken.note_len..]
+        } else {
+            &taken.text[written..]
+        };
+        self.push_text(rest);
         let mut at = newer.head;
         for len in newer.lens {
             self.push(&newer.data[at..at + len]);
@@ -126,8 +140,12 @@ impl Kept {
         text.extend_from_slice(&self.data[self.head..]);
         let taken = Taken {
             text,
+            note_len: note.len(),
             lines: self.lens.len() as u64,
             left_out_lines: self.left_out_lines,
+            left_out_bytes: self.left_out_bytes,
+            cut_lines: self.cut_lines,
+            cut_bytes: self.cut_bytes,
         };
         *self = Kept::with_cap(self.cap);
         taken
@@ -165,10 +183,18 @@ impl Kept {
 pub struct Taken {
     /// The note (if any) and the lines, ready to write.
     pub text: Vec<u8>,
+    /// How many bytes at the start of `text` are the note.
+    pub note_len: usize,
     /// How many kept lines `text` holds (the note not counted).
     pub lines: u64,
-    /// How many lines the note says were left out.
+    /// How many lines the note says were left out, and their bytes.
     pub left_out_lines: u64,
+    /// Bytes of the lines left out.
+    pub left_out_bytes: u64,
+    /// How many lines the note says were cut, and the bytes cut off.
+    pub cut_lines: u64,
+    /// Bytes cut off long lines.
+    pub cut_bytes: u64,
 }
 
 fn plural(n: u64) -> &'static str {
@@ -263,11 +289,31 @@ mod tests {
     }
 
     #[test]
-    fn unshift_puts_older_text_first() {
+    fn put_back_puts_older_text_first() {
         let mut k = Kept::with_cap(1000);
+        k.push(b"old 1\n");
+        k.push(b"old 2\n");
+        let taken = k.take();
         k.push(b"new\n");
-        k.unshift(b"old 1\nold 2\n");
-        assert_eq!(k.take().text, b"old 1\nold 2\nnew\n");
+        k.put_back(taken, 2);
+        assert_eq!(k.take().text, b"d 1\nold 2\nnew\n");
+    }
+
+    #[test]
+    fn a_note_not_written_stays_one_note() {
+        let mut k = Kept::with_cap(100);
+        for i in 0..5 {
+            k.push(&line(i, 40));
+        }
+        for _ in 0..3 {
+            let taken = k.take();
+            assert_eq!(taken.left_out_lines, 3);
+            k.put_back(taken, 0);
+        }
+        let text = String::from_utf8(k.take().text).unwrap();
+        assert_eq!(text.matches("[pylogsink]").count(), 1);
+        assert!(text.starts_with("[pylogsink] 3 lines (120 bytes) left out"));
+        assert_eq!(text.lines().count(), 3);
     }
 
     /// Reference model: keep all lines, then drop the oldest until the rest

@@ -40,13 +40,17 @@ pub enum Route {
     Fatal,
 }
 
-/// Where a line goes, given its level and the thread's sink.
-pub fn route(level: Level, sink: Sink) -> Route {
+/// Where a line goes, given its level, the thread's sink, and whether lines
+/// logged outside any call already wait in the process-wide queue (fd 2
+/// had no room for them, so a line outside a call checks again without
+/// waiting, as a stalled call does).
+pub fn route(level: Level, sink: Sink, queue_pending: bool) -> Route {
     if level == Level::Fatal {
         return Route::Fatal;
     }
     match sink {
-        Sink::Outside | Sink::Own => Route::Direct { wait: true },
+        Sink::Outside => Route::Direct { wait: !queue_pending },
+        Sink::Own => Route::Direct { wait: true },
         Sink::Stalled => Route::Direct { wait: false },
         Sink::Replaced => Route::Keep,
     }
@@ -139,21 +143,21 @@ mod tests {
     #[test]
     fn own_stderr_in_a_call_is_direct_with_wait() {
         for level in LEVELS {
-            assert_eq!(route(level, Sink::Own), Route::Direct { wait: true });
+            assert_eq!(route(level, Sink::Own, false), Route::Direct { wait: true });
         }
     }
 
     #[test]
     fn replaced_stderr_keeps() {
         for level in LEVELS {
-            assert_eq!(route(level, Sink::Replaced), Route::Keep);
+            assert_eq!(route(level, Sink::Replaced, false), Route::Keep);
         }
     }
 
     #[test]
     fn stalled_checks_again_without_waiting() {
         assert_eq!(
-            route(Level::Info, Sink::Stalled),
+            route(Level::Info, Sink::Stalled, false),
             Route::Direct { wait: false }
         );
     }
@@ -168,6 +172,13 @@ mod tests {
     }
 
     #[test]
+    fn outside_a_call_behind_a_queue_checks_without_waiting() {
+        assert_eq!(route(Level::Info, Sink::Outside, true), Route::Direct { wait: false });
+        // A call's own lines still wait once: the call keeps them after that.
+        assert_eq!(route(Level::Info, Sink::Own, true), Route::Direct { wait: true });
+    }
+
+    #[test]
     fn a_call_that_finds_no_room_keeps_and_stalls() {
         assert_eq!(on_no_room(Sink::Own), NoRoom::KeepAndStall);
         assert_eq!(on_no_room(Sink::Stalled), NoRoom::KeepAndStall);
@@ -176,7 +187,8 @@ mod tests {
     #[test]
     fn fatal_always_goes_straight_out() {
         for sink in [Sink::Outside, Sink::Own, Sink::Stalled, Sink::Replaced] {
-            assert_eq!(route(Level::Fatal, sink), Route::Fatal);
+            assert_eq!(route(Level::Fatal, sink, false), Route::Fatal);
+            assert_eq!(route(Level::Fatal, sink, true), Route::Fatal);
         }
     }
 

@@ -8,12 +8,12 @@
 
 use crate::fd::{self, STDERR};
 use crate::format::format_record;
-use crate::kept::Kept;
+use crate::kept::{Kept, CAP};
 use crate::level::Level;
 use crate::route::{on_no_room, route, NoRoom, Route, Sink};
 use std::cell::{Cell, RefCell};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard, Once, Weak};
 use std::time::{Duration, SystemTime};
 
 /// Error-level text one call collects for its exception, at most.
@@ -71,11 +71,10 @@ pub fn emit(level: Level, file: &str, line: u32, message: &[u8]) {
 }
 
 thread_local! {
-    pub(crate) static THREAD: ThreadState = ThreadState::default();
+    pub(crate) static THREAD: ThreadState = ThreadState::new();
 }
 
 /// One thread's part in pylogsink.
-#[derive(Default)]
 pub(crate) struct ThreadState {
     /// How many calls deep the thread is; 0 outside any call.
     pub depth: Cell<u32>,
@@ -83,13 +82,29 @@ pub(crate) struct ThreadState {
     pub sink: Cell<Option<Sink>>,
     /// True while this thread writes kept lines through `sys.stderr.write`.
     pub writing_kept: Cell<bool>,
-    /// The current call's kept lines.
-    pub kept: RefCell<Kept>,
+    /// Whether this thread must avoid Python at a call's return, once known.
+    pub avoid_python: Cell<Option<bool>>,
+    /// The current call's kept lines. Shared with the exit hook, which
+    /// writes them if the thread is still in a call when the process ends.
+    kept: Arc<Mutex<Kept>>,
     /// The current call's Error-level messages, at most [`ERRORS_CAP`].
     pub errors: RefCell<Vec<u8>>,
 }
 
 impl ThreadState {
+    fn new() -> ThreadState {
+        let kept = Arc::new(Mutex::new(Kept::default()));
+        register(&kept);
+        ThreadState {
+            depth: Cell::new(0),
+            sink: Cell::new(None),
+            writing_kept: Cell::new(false),
+            avoid_python: Cell::new(None),
+            kept,
+            errors: RefCell::new(Vec::new()),
+        }
+    }
+
     /// The sink in force for a line logged now.
     pub fn sink(&self) -> Sink {
         match self.depth.get() {
@@ -98,55 +113,115 @@ impl ThreadState {
         }
     }
 
+    /// The kept lines. The lock is only ever held for a push or a take,
+    /// never across a write or a Python call.
+    pub fn kept(&self) -> MutexGuard<'_, Kept> {
+        self.kept.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
     fn emit(&self, level: Level, message: &[u8], record: &[u8]) {
         let sink = self.sink();
         if sink != Sink::Outside && level >= Level::Error {
             collect_error(&mut self.errors.borrow_mut(), message);
         }
-        match route(level, sink) {
-            Route::Keep => self.keep(record),
+        match route(level, sink, QUEUE_PENDING.load(Ordering::Relaxed)) {
+            Route::Keep => self.kept().push(record),
             Route::Direct { wait } => {
                 let wait = if wait { stall_wait() } else { Duration::ZERO };
                 if sink == Sink::Stalled {
                     if !self.write_kept(Duration::ZERO) {
-                        return self.keep(record);
+                        return self.kept().push(record);
                     }
                     self.sink.set(Some(Sink::Own));
                 }
                 write_direct(sink, record, wait, |rest| {
                     self.sink.set(Some(Sink::Stalled));
-                    self.keep(rest);
+                    self.kept().push(rest);
                 });
             }
             Route::Fatal => {
                 self.write_kept(stall_wait());
-                write_direct(sink, record, stall_wait(), |rest| self.keep(rest));
+                write_direct(sink, record, stall_wait(), |rest| self.kept().push(rest));
             }
-        }
-    }
-
-    fn keep(&self, record: &[u8]) {
-        match self.kept.try_borrow_mut() {
-            Ok(mut kept) => kept.push(record),
-            // Only a signal handler that logs while this thread is inside
-            // `push` gets here; fd 2 is the one place left.
-            Err(_) => write_direct(Sink::Outside, record, stall_wait(), |_| {}),
         }
     }
 
     /// Writes the kept lines to fd 2, waiting at most `wait`; puts back what
     /// finds no room. True if nothing is left.
     pub fn write_kept(&self, wait: Duration) -> bool {
-        let taken = take_counted(&mut self.kept.borrow_mut());
-        if taken.is_empty() {
-            return true;
+        write_buffer(&self.kept, wait)
+    }
+}
+
+/// Writes a buffer's lines (its note first) to fd 2, each piece waiting for
+/// room at most `wait`; puts back what finds no room. True if nothing is
+/// left. The lock is not held while writing.
+fn write_buffer(buffer: &Mutex<Kept>, wait: Duration) -> bool {
+    let lock = || buffer.lock().unwrap_or_else(|e| e.into_inner());
+    let taken = lock().take();
+    if taken.text.is_empty() {
+        return true;
+    }
+    let written = fd::write_with_room(STDERR, &taken.text, wait);
+    if written >= taken.note_len {
+        LEFT_OUT.fetch_add(taken.left_out_lines, Ordering::Relaxed);
+    }
+    let all = written == taken.text.len();
+    lock().put_back(taken, written);
+    all
+}
+
+impl Drop for ThreadState {
+    /// A thread that ends inside a call (killed by `pthread_exit`, say)
+    /// leaves its kept lines to fd 2, or to the queue that exit writes.
+    fn drop(&mut self) {
+        let text = take_counted(&mut self.kept());
+        write_fd2(&text, Duration::ZERO);
+    }
+}
+
+/// Every thread's kept lines, for the exit hook.
+static REGISTRY: Mutex<Vec<Weak<Mutex<Kept>>>> = Mutex::new(Vec::new());
+
+fn register(kept: &Arc<Mutex<Kept>>) {
+    static EXIT_HOOK: Once = Once::new();
+    EXIT_HOOK.call_once(|| {
+        // SAFETY: `write_all_at_exit` is an `extern "C" fn()` that never
+        // unwinds (it catches panics), as `atexit` requires.
+        unsafe { libc::atexit(write_all_at_exit) };
+    });
+    let mut registry = REGISTRY.lock().unwrap_or_else(|e| e.into_inner());
+    registry.retain(|w| w.strong_count() > 0);
+    registry.push(Arc::downgrade(kept));
+}
+
+/// Runs when the process exits, after Python has finalized: whatever is
+/// still kept by any thread, or queued, goes to fd 2 while there is room.
+extern "C" fn write_all_at_exit() {
+    let _ = std::panic::catch_unwind(|| {
+        let registry = match REGISTRY.try_lock() {
+            Ok(r) => r.iter().filter_map(Weak::upgrade).collect::<Vec<_>>(),
+            Err(_) => Vec::new(),
+        };
+        for kept in registry {
+            // A thread frozen inside `push` holds its lock: skip it rather
+            // than hang the exit.
+            if let Ok(mut kept) = kept.try_lock() {
+                let text = take_counted(&mut kept);
+                drop(kept);
+                write_fd2(&text, stall_wait());
+            }
         }
-        let n = fd::write_with_room(STDERR, &taken, wait);
-        if n < taken.len() {
-            self.kept.borrow_mut().unshift(&taken[n..]);
-            return false;
-        }
-        true
+        write_queue(stall_wait());
+    });
+}
+
+/// Writes the queue, then `text`, to fd 2, each piece waiting for room at
+/// most `wait`; what finds no room joins the queue.
+pub(crate) fn write_fd2(text: &[u8], wait: Duration) {
+    let written = if write_queue(wait) { fd::write_with_room(STDERR, text, wait) } else { 0 };
+    if written < text.len() {
+        queue_push(&text[written..]);
     }
 }
 
@@ -168,42 +243,26 @@ fn write_direct(sink: Sink, record: &[u8], wait: Duration, keep: impl FnOnce(&[u
     }
 }
 
-static QUEUE: Mutex<Option<Kept>> = Mutex::new(None);
+static QUEUE: Mutex<Kept> = Mutex::new(Kept::with_cap(CAP));
 static QUEUE_PENDING: AtomicBool = AtomicBool::new(false);
-
-fn queue() -> MutexGuard<'static, Option<Kept>> {
-    QUEUE.lock().unwrap_or_else(|e| e.into_inner())
-}
 
 /// Adds lines that found no room on fd 2 to the process-wide queue.
 pub(crate) fn queue_push(text: &[u8]) {
-    queue().get_or_insert_with(Kept::default).push_text(text);
+    QUEUE.lock().unwrap_or_else(|e| e.into_inner()).push_text(text);
     QUEUE_PENDING.store(true, Ordering::Release);
 }
 
 /// Writes the process-wide queue to fd 2, waiting at most `wait`. True if
 /// the queue is empty afterwards. Costs one atomic load when it is empty.
 pub fn write_queue(wait: Duration) -> bool {
-    if !QUEUE_PENDING.load(Ordering::Acquire) {
+    if !QUEUE_PENDING.swap(false, Ordering::AcqRel) {
         return true;
     }
-    let text = {
-        let mut q = queue();
-        QUEUE_PENDING.store(false, Ordering::Release);
-        match q.as_mut() {
-            Some(kept) => take_counted(kept),
-            None => return true,
-        }
-    };
-    let n = fd::write_with_room(STDERR, &text, wait);
-    if n < text.len() {
-        queue()
-            .get_or_insert_with(Kept::default)
-            .unshift(&text[n..]);
-        QUEUE_PENDING.store(true, Ordering::Release);
-        return false;
+    if write_buffer(&QUEUE, wait) {
+        return true;
     }
-    true
+    QUEUE_PENDING.store(true, Ordering::Release);
+    false
 }
 
 /// Takes a buffer's text and adds the lines its note reports to the count.
