@@ -232,8 +232,14 @@ fn with_callback(py: Python<'_>, callback: Bound<'_, PyAny>) -> PyResult<Py<PyAn
 #[pyfunction]
 fn abort_with_fatal(py: Python<'_>) -> PyResult<()> {
     pylogsink::call(py, || {
-        rt_log!(Level::Error, "ETDump: debug buffer of 64 bytes is too small for event 3");
-        rt_log!(Level::Fatal, "In function write_event(), assert failed: buffer has room");
+        rt_log!(
+            Level::Error,
+            "ETDump: debug buffer of 64 bytes is too small for event 3"
+        );
+        rt_log!(
+            Level::Fatal,
+            "In function write_event(), assert failed: buffer has room"
+        );
         std::process::abort()
     })
 }

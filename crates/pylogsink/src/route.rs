@@ -49,7 +49,9 @@ pub fn route(level: Level, sink: Sink, queue_pending: bool) -> Route {
         return Route::Fatal;
     }
     match sink {
-        Sink::Outside => Route::Direct { wait: !queue_pending },
+        Sink::Outside => Route::Direct {
+            wait: !queue_pending,
+        },
         Sink::Own => Route::Direct { wait: true },
         Sink::Stalled => Route::Direct { wait: false },
         Sink::Replaced => Route::Keep,
@@ -165,7 +167,7 @@ mod tests {
     #[test]
     fn outside_a_call_is_direct_and_queues_on_no_room() {
         assert_eq!(
-            route(Level::Info, Sink::Outside),
+            route(Level::Info, Sink::Outside, false),
             Route::Direct { wait: true }
         );
         assert_eq!(on_no_room(Sink::Outside), NoRoom::Queue);
@@ -173,9 +175,15 @@ mod tests {
 
     #[test]
     fn outside_a_call_behind_a_queue_checks_without_waiting() {
-        assert_eq!(route(Level::Info, Sink::Outside, true), Route::Direct { wait: false });
+        assert_eq!(
+            route(Level::Info, Sink::Outside, true),
+            Route::Direct { wait: false }
+        );
         // A call's own lines still wait once: the call keeps them after that.
-        assert_eq!(route(Level::Info, Sink::Own, true), Route::Direct { wait: true });
+        assert_eq!(
+            route(Level::Info, Sink::Own, true),
+            Route::Direct { wait: true }
+        );
     }
 
     #[test]

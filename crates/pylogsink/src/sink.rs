@@ -219,7 +219,11 @@ extern "C" fn write_all_at_exit() {
 /// Writes the queue, then `text`, to fd 2, each piece waiting for room at
 /// most `wait`; what finds no room joins the queue.
 pub(crate) fn write_fd2(text: &[u8], wait: Duration) {
-    let written = if write_queue(wait) { fd::write_with_room(STDERR, text, wait) } else { 0 };
+    let written = if write_queue(wait) {
+        fd::write_with_room(STDERR, text, wait)
+    } else {
+        0
+    };
     if written < text.len() {
         queue_push(&text[written..]);
     }
@@ -248,7 +252,10 @@ static QUEUE_PENDING: AtomicBool = AtomicBool::new(false);
 
 /// Adds lines that found no room on fd 2 to the process-wide queue.
 pub(crate) fn queue_push(text: &[u8]) {
-    QUEUE.lock().unwrap_or_else(|e| e.into_inner()).push_text(text);
+    QUEUE
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .push_text(text);
     QUEUE_PENDING.store(true, Ordering::Release);
 }
 
