@@ -6,8 +6,9 @@
 //! (write the lines it kept). The log function itself never touches Python.
 
 use crate::format::decode_backslashreplace;
+use crate::kept::Taken;
 use crate::route::{daemon_avoids_python, entry_sink, return_plan, ReturnPlan, Sink};
-use crate::sink::{stall_wait, take_counted, write_fd2, write_queue, THREAD};
+use crate::sink::{count_noted, queue_pending, stall_wait, write_fd2, write_queue, THREAD};
 use pyo3::exceptions::PyException;
 use pyo3::prelude::*;
 use std::sync::OnceLock;
@@ -102,41 +103,46 @@ fn write_at_return(py: Python<'_>, sink: Sink) -> Option<PyErr> {
     if nothing_kept && write_queue(Duration::ZERO) {
         return None;
     }
-    let text = THREAD.with(|t| take_counted(&mut t.kept()));
+    let taken = THREAD.with(|t| t.kept().take());
     let avoid_python = avoid_python(py);
     match return_plan(sink, avoid_python) {
         ReturnPlan::ThroughPython => {
-            write_fd2_detached(py, &[]);
-            match write_through_python(py, &text) {
-                Ok(true) => None,
+            if queue_pending() {
+                py.detach(|| write_queue(stall_wait()));
+            }
+            match write_through_python(py, &taken.text) {
+                Ok(true) => {
+                    count_noted(&taken);
+                    None
+                }
                 Ok(false) => {
-                    write_fd2_detached(py, &text);
+                    write_fd2_detached(py, taken);
                     None
                 }
                 Err(err) => {
                     // A repeat is better than a loss: the write may have
                     // failed part way, so everything goes to fd 2 too.
-                    write_fd2_detached(py, &text);
+                    write_fd2_detached(py, taken);
                     (!err.is_instance_of::<PyException>(py)).then_some(err)
                 }
             }
         }
         ReturnPlan::Fd2Detached => {
-            write_fd2_detached(py, &text);
+            write_fd2_detached(py, taken);
             None
         }
         ReturnPlan::Fd2NoWait => {
-            write_fd2(&text, Duration::ZERO);
+            write_fd2(taken, Duration::ZERO);
             None
         }
     }
 }
 
-/// Writes the queue and then `text` to fd 2 with the GIL released, so a
+/// Writes the queue and then `taken` to fd 2 with the GIL released, so a
 /// Python thread that drains fd 2 can run; what still finds no room after
 /// the stall wait joins the queue.
-fn write_fd2_detached(py: Python<'_>, text: &[u8]) {
-    py.detach(|| write_fd2(text, stall_wait()));
+fn write_fd2_detached(py: Python<'_>, taken: Taken) {
+    py.detach(|| write_fd2(taken, stall_wait()));
 }
 
 /// Writes through `sys.stderr.write`. `Ok(false)` if there is no usable

@@ -20,11 +20,15 @@ pub struct Kept {
     /// Line bytes; the kept lines are `data[head..]`.
     data: Vec<u8>,
     head: usize,
-    /// Length of each kept line, oldest first.
-    lens: VecDeque<usize>,
+    /// Each kept line, oldest first: its length, and whether it is the rest
+    /// of a line whose start was already written.
+    lines: VecDeque<(usize, bool)>,
+    /// The output ends inside a line whose rest was left out: what is
+    /// written next starts with a newline.
+    newline_first: bool,
     left_out_lines: u64,
     left_out_bytes: u64,
-    /// Lines longer than the cap, cut to fit: (count, bytes cut off).
+    /// Lines longer than the cap, cut to fit, and the bytes cut off.
     cut_lines: u64,
     cut_bytes: u64,
 }
@@ -36,13 +40,14 @@ impl Default for Kept {
 }
 
 impl Kept {
-    /// An empty buffer that keeps at most `cap` bytes.
+    /// An empty buffer that keeps at most `cap` bytes (64 at the least).
     pub const fn with_cap(cap: usize) -> Kept {
         Kept {
             cap: if cap < 64 { 64 } else { cap },
             data: Vec::new(),
             head: 0,
-            lens: VecDeque::new(),
+            lines: VecDeque::new(),
+            newline_first: false,
             left_out_lines: 0,
             left_out_bytes: 0,
             cut_lines: 0,
@@ -52,7 +57,7 @@ impl Kept {
 
     /// Whether nothing waits here: no line and no note.
     pub fn is_empty(&self) -> bool {
-        self.lens.is_empty() && self.left_out_lines == 0 && self.cut_lines == 0
+        self.lines.is_empty() && self.left_out_bytes == 0 && self.cut_lines == 0
     }
 
     /// Bytes of lines kept now (notes not counted).
@@ -63,9 +68,30 @@ impl Kept {
     /// Adds one line (it should end in a newline), leaving out the oldest
     /// lines as needed to stay under the cap.
     pub fn push(&mut self, line: &[u8]) {
+        self.push_piece(line, false);
+    }
+
+    /// Adds the rest of a line whose start was already written.
+    pub fn push_rest(&mut self, rest: &[u8]) {
+        self.push_text_from(rest, true);
+    }
+
+    /// Adds several lines at once; each counts as a line of its own.
+    pub fn push_text(&mut self, text: &[u8]) {
+        self.push_text_from(text, false);
+    }
+
+    fn push_text_from(&mut self, text: &[u8], first_is_rest: bool) {
+        let mut rest = first_is_rest;
+        for line in text.split_inclusive(|&b| b == b'\n') {
+            self.push_piece(line, rest);
+            rest = false;
+        }
+    }
+
+    fn push_piece(&mut self, line: &[u8], is_rest: bool) {
         if line.len() <= self.cap {
-            self.push_line(line);
-            return;
+            return self.push_line(line, is_rest);
         }
         let keep = cut_point(line, self.cap - 1);
         self.cut_lines += 1;
@@ -73,66 +99,76 @@ impl Kept {
         let mut cut = Vec::with_capacity(keep + 1);
         cut.extend_from_slice(&line[..keep]);
         cut.push(b'\n');
-        self.push_line(&cut);
+        self.push_line(&cut, is_rest);
     }
 
-    /// Adds several lines at once; each counts as a line of its own.
-    pub fn push_text(&mut self, text: &[u8]) {
-        for line in text.split_inclusive(|&b| b == b'\n') {
-            self.push(line);
-        }
-    }
-
-    fn push_line(&mut self, line: &[u8]) {
+    fn push_line(&mut self, line: &[u8], is_rest: bool) {
         while self.len_bytes() + line.len() > self.cap {
-            let Some(old) = self.lens.pop_front() else {
+            let Some((old, old_is_rest)) = self.lines.pop_front() else {
                 break;
             };
             self.head += old;
-            self.left_out_lines += 1;
+            // The rest of a line whose start went out is not a line of its
+            // own: its bytes are counted, its line was already.
+            self.left_out_lines += u64::from(!old_is_rest);
             self.left_out_bytes += old as u64;
+            self.newline_first |= old_is_rest;
         }
         if self.head > 0 && self.head >= self.data.len() / 2 {
             self.data.drain(..self.head);
             self.head = 0;
         }
         self.data.extend_from_slice(line);
-        self.lens.push_back(line.len());
+        self.lines.push_back((line.len(), is_rest));
     }
 
     /// Puts back what was taken and not written: `written` bytes of
-    /// `taken.text` went out. If the note did not go out in full, its counts
-    /// are restored rather than its text, so it stays one note. The lines
-    /// put back are older than any pushed since, so they go in front.
+    /// `taken.text` went out. The lines put back are older than any pushed
+    /// since, so they go in front.
     pub fn put_back(&mut self, taken: Taken, written: usize) {
         if written >= taken.text.len() {
             return;
         }
         let newer = std::mem::replace(self, Kept::with_cap(self.cap));
-        self.left_out_lines = newer.left_out_lines;
-        self.left_out_bytes = newer.left_out_bytes;
-        self.cut_lines = newer.cut_lines;
-        self.cut_bytes = newer.cut_bytes;
-        let rest = if written < taken.note_len {
+        self.append(taken, written);
+        self.newline_first |= newer.newline_first;
+        self.left_out_lines += newer.left_out_lines;
+        self.left_out_bytes += newer.left_out_bytes;
+        self.cut_lines += newer.cut_lines;
+        self.cut_bytes += newer.cut_bytes;
+        let mut at = newer.head;
+        for (len, is_rest) in newer.lines {
+            self.push_line(&newer.data[at..at + len], is_rest);
+            at += len;
+        }
+    }
+
+    /// Adds, after what is kept, what was taken (from here or from another
+    /// buffer) and not written: `written` bytes of `taken.text` went out.
+    /// If its note did not go out in full, the note's counts join this
+    /// buffer's rather than its text, so there is still one note.
+    pub fn append(&mut self, taken: Taken, written: usize) {
+        if written >= taken.text.len() {
+            return;
+        }
+        let text = &taken.text;
+        let mid_line = written > 0 && text[written - 1] != b'\n';
+        if written < taken.note_len {
+            self.newline_first |= mid_line || taken.newline_first && written == 0;
             self.left_out_lines += taken.left_out_lines;
             self.left_out_bytes += taken.left_out_bytes;
             self.cut_lines += taken.cut_lines;
             self.cut_bytes += taken.cut_bytes;
-            &taken.text[taken.note_len..]
+            self.push_text_from(&text[taken.note_len..], taken.first_is_rest);
         } else {
-            &taken.text[written..]
-        };
-        self.push_text(rest);
-        let mut at = newer.head;
-        for len in newer.lens {
-            self.push(&newer.data[at..at + len]);
-            at += len;
+            let first_is_rest = mid_line || written == taken.note_len && taken.first_is_rest;
+            self.push_text_from(&text[written..], first_is_rest);
         }
     }
 
     /// Takes everything out: the note about left-out lines first (that is
     /// where they were), then the kept lines, oldest first. The buffer is
-    /// empty afterwards. Returns the text and the number of lines in it.
+    /// empty afterwards.
     pub fn take(&mut self) -> Taken {
         let note = self.note();
         let mut text = Vec::with_capacity(note.len() + self.len_bytes());
@@ -141,7 +177,9 @@ impl Kept {
         let taken = Taken {
             text,
             note_len: note.len(),
-            lines: self.lens.len() as u64,
+            newline_first: self.newline_first,
+            first_is_rest: self.lines.front().is_some_and(|&(_, rest)| rest),
+            lines: self.lines.len() as u64,
             left_out_lines: self.left_out_lines,
             left_out_bytes: self.left_out_bytes,
             cut_lines: self.cut_lines,
@@ -154,7 +192,10 @@ impl Kept {
     /// The note that stands for the lines left out, or "" if none were.
     fn note(&self) -> String {
         let mut note = String::new();
-        if self.left_out_lines > 0 {
+        if self.newline_first {
+            note.push('\n');
+        }
+        if self.left_out_bytes > 0 {
             let _ = writeln!(
                 note,
                 "[pylogsink] {} line{} ({} bytes) left out here: more than {} KiB waited at once",
@@ -185,13 +226,17 @@ pub struct Taken {
     pub text: Vec<u8>,
     /// How many bytes at the start of `text` are the note.
     pub note_len: usize,
+    /// Whether the note starts with a newline that ends a cut line.
+    newline_first: bool,
+    /// Whether the first line is the rest of a line already started.
+    first_is_rest: bool,
     /// How many kept lines `text` holds (the note not counted).
     pub lines: u64,
-    /// How many lines the note says were left out, and their bytes.
+    /// How many lines the note says were left out.
     pub left_out_lines: u64,
     /// Bytes of the lines left out.
     pub left_out_bytes: u64,
-    /// How many lines the note says were cut, and the bytes cut off.
+    /// How many lines the note says were cut.
     pub cut_lines: u64,
     /// Bytes cut off long lines.
     pub cut_bytes: u64,
@@ -283,6 +328,7 @@ mod tests {
             k.push(&line(i, 100));
             assert!(k.len_bytes() <= CAP);
             assert!(k.data.len() <= 2 * CAP + 100);
+            assert!(k.lines.len() <= CAP);
         }
         let t = k.take();
         assert_eq!(t.lines + t.left_out_lines, 100_000);
@@ -314,6 +360,63 @@ mod tests {
         assert_eq!(text.matches("[pylogsink]").count(), 1);
         assert!(text.starts_with("[pylogsink] 3 lines (120 bytes) left out"));
         assert_eq!(text.lines().count(), 3);
+    }
+
+    #[test]
+    fn a_left_out_rest_of_a_line_ends_that_line_first() {
+        let mut k = Kept::with_cap(100);
+        k.push_rest(b"end of a started line\n");
+        for i in 0..3 {
+            k.push(&line(i, 40));
+        }
+        let text = String::from_utf8(k.take().text).unwrap();
+        assert!(
+            text.starts_with("\n[pylogsink] 1 line (62 bytes)"),
+            "{text:?}"
+        );
+    }
+
+    #[test]
+    fn a_rest_that_is_written_needs_no_newline() {
+        let mut k = Kept::with_cap(100);
+        k.push_rest(b"end\n");
+        k.push(b"next\n");
+        assert_eq!(k.take().text, b"end\nnext\n");
+    }
+
+    #[test]
+    fn appending_an_unwritten_take_keeps_one_note() {
+        let mut from = Kept::with_cap(100);
+        let mut to = Kept::with_cap(100);
+        for i in 0..5 {
+            from.push(&line(i, 40));
+            to.push(&line(10 + i, 40));
+        }
+        to.append(from.take(), 0);
+        let taken = to.take();
+        // 10 lines in, 2 kept: 3 left out of each buffer, then the 2 that
+        // `to` still kept.
+        assert_eq!(taken.left_out_lines, 8);
+        let text = String::from_utf8(taken.text).unwrap();
+        assert_eq!(text.matches("[pylogsink]").count(), 1);
+        assert!(text.ends_with(std::str::from_utf8(&line(4, 40)).unwrap()));
+    }
+
+    #[test]
+    fn a_line_cut_by_a_partial_write_and_then_left_out_is_ended() {
+        let mut k = Kept::with_cap(100);
+        k.push(&line(0, 40));
+        let taken = k.take();
+        // 10 bytes of the line went out; the rest waits, then is left out.
+        k.put_back(taken, 10);
+        for i in 1..4 {
+            k.push(&line(i, 40));
+        }
+        let text = String::from_utf8(k.take().text).unwrap();
+        assert!(
+            text.starts_with("\n[pylogsink] 1 line (70 bytes)"),
+            "{text:?}"
+        );
     }
 
     /// Reference model: keep all lines, then drop the oldest until the rest

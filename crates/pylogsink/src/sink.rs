@@ -8,7 +8,7 @@
 
 use crate::fd::{self, STDERR};
 use crate::format::format_record;
-use crate::kept::{Kept, CAP};
+use crate::kept::{Kept, Taken, CAP};
 use crate::level::Level;
 use crate::route::{on_no_room, route, NoRoom, Route, Sink};
 use std::cell::{Cell, RefCell};
@@ -66,7 +66,7 @@ pub fn emit(level: Level, file: &str, line: u32, message: &[u8]) {
     let routed = THREAD.try_with(|t| t.emit(level, message, &record));
     if routed.is_err() {
         // The thread is being torn down: it is outside any call.
-        write_direct(Sink::Outside, &record, stall_wait(), |_| {});
+        write_direct(Sink::Outside, &record, stall_wait(), |_, _| {});
     }
 }
 
@@ -134,14 +134,16 @@ impl ThreadState {
                     }
                     self.sink.set(Some(Sink::Own));
                 }
-                write_direct(sink, record, wait, |rest| {
+                write_direct(sink, record, wait, |rest, is_rest| {
                     self.sink.set(Some(Sink::Stalled));
-                    self.kept().push(rest);
+                    push_rest(&mut self.kept(), rest, is_rest);
                 });
             }
             Route::Fatal => {
                 self.write_kept(stall_wait());
-                write_direct(sink, record, stall_wait(), |rest| self.kept().push(rest));
+                write_direct(sink, record, stall_wait(), |rest, is_rest| {
+                    push_rest(&mut self.kept(), rest, is_rest)
+                });
             }
         }
     }
@@ -164,7 +166,7 @@ fn write_buffer(buffer: &Mutex<Kept>, wait: Duration) -> bool {
     }
     let written = fd::write_with_room(STDERR, &taken.text, wait);
     if written >= taken.note_len {
-        LEFT_OUT.fetch_add(taken.left_out_lines, Ordering::Relaxed);
+        count_noted(&taken);
     }
     let all = written == taken.text.len();
     lock().put_back(taken, written);
@@ -175,8 +177,8 @@ impl Drop for ThreadState {
     /// A thread that ends inside a call (killed by `pthread_exit`, say)
     /// leaves its kept lines to fd 2, or to the queue that exit writes.
     fn drop(&mut self) {
-        let text = take_counted(&mut self.kept());
-        write_fd2(&text, Duration::ZERO);
+        let taken = self.kept().take();
+        write_fd2(taken, Duration::ZERO);
     }
 }
 
@@ -195,6 +197,13 @@ fn register(kept: &Arc<Mutex<Kept>>) {
     registry.push(Arc::downgrade(kept));
 }
 
+/// How long the exit hook waits for room on fd 2: ten stall waits, at
+/// least one second. The process is ending, so nothing else waits on it,
+/// but a reader that never comes back must not hold the exit for good.
+fn exit_wait() -> Duration {
+    (stall_wait() * 10).max(Duration::from_secs(1))
+}
+
 /// Runs when the process exits, after Python has finalized: whatever is
 /// still kept by any thread, or queued, goes to fd 2 while there is room.
 extern "C" fn write_all_at_exit() {
@@ -207,32 +216,45 @@ extern "C" fn write_all_at_exit() {
             // A thread frozen inside `push` holds its lock: skip it rather
             // than hang the exit.
             if let Ok(mut kept) = kept.try_lock() {
-                let text = take_counted(&mut kept);
+                let taken = kept.take();
                 drop(kept);
-                write_fd2(&text, stall_wait());
+                queue().append(taken, 0);
+                QUEUE_PENDING.store(true, Ordering::Release);
             }
         }
-        write_queue(stall_wait());
+        write_queue(exit_wait());
     });
 }
 
-/// Writes the queue, then `text`, to fd 2, each piece waiting for room at
-/// most `wait`; what finds no room joins the queue.
-pub(crate) fn write_fd2(text: &[u8], wait: Duration) {
+/// Writes the queue, then `taken`, to fd 2, each piece waiting for room
+/// at most `wait`; what finds no room joins the queue.
+pub(crate) fn write_fd2(taken: Taken, wait: Duration) {
+    if taken.text.is_empty() {
+        return;
+    }
     let written = if write_queue(wait) {
-        fd::write_with_room(STDERR, text, wait)
+        fd::write_with_room(STDERR, &taken.text, wait)
     } else {
         0
     };
-    if written < text.len() {
-        queue_push(&text[written..]);
+    if written < taken.text.len() {
+        queue().append(taken, written);
+        QUEUE_PENDING.store(true, Ordering::Release);
+    } else {
+        count_noted(&taken);
     }
+}
+
+/// Adds the lines that a written note reports to the count.
+pub(crate) fn count_noted(taken: &Taken) {
+    LEFT_OUT.fetch_add(taken.left_out_lines, Ordering::Relaxed);
 }
 
 /// Writes a record to fd 2 after whatever waits in the queue. What finds
 /// no room within `wait` goes where [`on_no_room`] says: the queue, or
-/// `keep` (for a call, which then counts as stalled).
-fn write_direct(sink: Sink, record: &[u8], wait: Duration, keep: impl FnOnce(&[u8])) {
+/// `keep` (for a call, which then counts as stalled), with whether it is
+/// the rest of a line already started.
+fn write_direct(sink: Sink, record: &[u8], wait: Duration, keep: impl FnOnce(&[u8], bool)) {
     let written = if write_queue(wait) {
         fd::write_with_room(STDERR, record, wait)
     } else {
@@ -241,22 +263,36 @@ fn write_direct(sink: Sink, record: &[u8], wait: Duration, keep: impl FnOnce(&[u
     if written < record.len() {
         let rest = &record[written..];
         match on_no_room(sink) {
-            NoRoom::KeepAndStall => keep(rest),
-            NoRoom::Queue => queue_push(rest),
+            NoRoom::KeepAndStall => keep(rest, written > 0),
+            NoRoom::Queue => queue_push(rest, written > 0),
         }
+    }
+}
+
+fn push_rest(kept: &mut Kept, text: &[u8], is_rest: bool) {
+    if is_rest {
+        kept.push_rest(text);
+    } else {
+        kept.push_text(text);
     }
 }
 
 static QUEUE: Mutex<Kept> = Mutex::new(Kept::with_cap(CAP));
 static QUEUE_PENDING: AtomicBool = AtomicBool::new(false);
 
-/// Adds lines that found no room on fd 2 to the process-wide queue.
-pub(crate) fn queue_push(text: &[u8]) {
-    QUEUE
-        .lock()
-        .unwrap_or_else(|e| e.into_inner())
-        .push_text(text);
+fn queue() -> MutexGuard<'static, Kept> {
+    QUEUE.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Adds text that found no room on fd 2 to the process-wide queue.
+fn queue_push(text: &[u8], is_rest: bool) {
+    push_rest(&mut queue(), text, is_rest);
     QUEUE_PENDING.store(true, Ordering::Release);
+}
+
+/// Whether lines wait in the process-wide queue.
+pub(crate) fn queue_pending() -> bool {
+    QUEUE_PENDING.load(Ordering::Acquire)
 }
 
 /// Writes the process-wide queue to fd 2, waiting at most `wait`. True if
@@ -270,16 +306,6 @@ pub fn write_queue(wait: Duration) -> bool {
     }
     QUEUE_PENDING.store(true, Ordering::Release);
     false
-}
-
-/// Takes a buffer's text and adds the lines its note reports to the count.
-pub(crate) fn take_counted(kept: &mut Kept) -> Vec<u8> {
-    if kept.is_empty() {
-        return Vec::new();
-    }
-    let taken = kept.take();
-    LEFT_OUT.fetch_add(taken.left_out_lines, Ordering::Relaxed);
-    taken.text
 }
 
 /// Appends one Error message to a call's collected errors, keeping the

@@ -1,0 +1,225 @@
+"""fd 2 that cannot take more (fd.rs, sink.rs): a pipe drained by a Python
+thread (wurlitzer), a terminal nobody reads, a pipe with no reader for a
+while, a closed pipe, and many threads writing at once."""
+
+from __future__ import annotations
+
+import json
+import os
+import pty
+import re
+import select
+import subprocess
+import sys
+import textwrap
+import time
+
+import pytest
+
+from conftest import popen, python, records
+
+NOTE = re.compile(r"^\[pylogsink\] (\d+) lines? \((\d+) bytes\) left out here")
+
+
+def account(text: str, count: int) -> tuple[list[int], int]:
+    """The line numbers that arrived, in order, and the lines the notes say
+    were left out. Fails on a torn or malformed record."""
+    numbers: list[int] = []
+    left_out = 0
+    for line in text.splitlines():
+        note = NOTE.match(line)
+        if note:
+            left_out += int(note.group(1))
+            continue
+        if line.startswith("[20"):
+            m = re.fullmatch(r"\[[0-9T:.Z-]+ \w+ +runtime\.rs:\d+\] line (\d{7}) of (\d+)\.*", line)
+            assert m, f"malformed record: {line!r}"
+            assert int(m.group(2)) == count
+            numbers.append(int(m.group(1)))
+    return numbers, left_out
+
+
+def assert_whole(text: str, count: int) -> list[int]:
+    """Every line logged arrived once, in order, or is counted in a note."""
+    numbers, left_out = account(text, count)
+    assert numbers == sorted(set(numbers)), "lines out of order or repeated"
+    assert len(numbers) + left_out == count, (len(numbers), left_out)
+    assert numbers[-1] == count - 1, "the newest line arrived"
+    return numbers
+
+
+WURLITZER = """
+import sys, time, wurlitzer, pylogsink
+pylogsink.set_sink(sys.argv[1])
+start = time.monotonic()
+# 64 KiB: the size of a default Linux pipe, as in Jupyter.
+with wurlitzer.pipes(bufsize=65536) as (out, err):
+    pylogsink.log_lines(2622, size=100)  # 256 KiB in one call
+took = time.monotonic() - start
+sys.stdout.write(err.read())
+print("took", took)
+"""
+
+
+def test_wurlitzer_pipe_gets_every_line_or_a_note() -> None:
+    done = subprocess.run([sys.executable, "-c", WURLITZER, "pylogsink"], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    numbers = assert_whole(done.stdout, 2622)
+    # The first lines went straight into the pipe until it was full.
+    assert numbers[0] == 0
+
+
+def test_wurlitzer_hangs_a_blocking_fd2_write() -> None:
+    # Proves the test above is real: a plain write(2) with the GIL held
+    # waits for a reader that needs the GIL.
+    with pytest.raises(subprocess.TimeoutExpired):
+        subprocess.run([sys.executable, "-c", WURLITZER, "fd2"], capture_output=True, timeout=5)
+
+
+def read_available(fd: int, wait: float) -> bytes:
+    out = b""
+    while True:
+        ready, _, _ = select.select([fd], [], [], wait)
+        if not ready:
+            return out
+        try:
+            chunk = os.read(fd, 65536)
+        except OSError:  # EIO: the terminal's other side closed
+            return out
+        if not chunk:
+            return out
+        out += chunk
+
+
+def test_busy_terminal_returns_then_delivers() -> None:
+    master, slave = pty.openpty()
+    child = subprocess.Popen(
+        [sys.executable, "-c", textwrap.dedent("""
+            import sys, time, pylogsink
+            start = time.monotonic()
+            pylogsink.log_lines(3000, size=100)
+            print("returned after", time.monotonic() - start, flush=True)
+            sys.stdin.readline()  # the reader is back
+            pylogsink.log_lines(0)  # the next call writes what waits
+            """)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=slave,
+        text=True,
+    )
+    os.close(slave)
+    try:
+        assert child.stdout is not None and child.stdin is not None
+        # Nobody reads the terminal, yet the call returns in bounded time.
+        ready, _, _ = select.select([child.stdout], [], [], 20)
+        assert ready, "the call did not return while the terminal was not read"
+        took = float(child.stdout.readline().split()[-1])
+        assert took < 5, took
+        got = read_available(master, 0.5)
+        child.stdin.write("go\n")
+        child.stdin.flush()
+        got += read_available(master, 2)
+        assert child.wait(timeout=20) == 0
+    finally:
+        child.kill()
+        os.close(master)
+    text = got.decode().replace("\r\n", "\n")
+    assert_whole(text, 3000)
+
+
+def test_pipe_without_reader_for_a_while() -> None:
+    child = popen(
+        """
+        import time, pylogsink
+        start = time.monotonic()
+        pylogsink.log_lines(3000, size=100)
+        print("took", time.monotonic() - start, flush=True)
+        time.sleep(3)  # the reader is back by now
+        pylogsink.log_lines(0)  # the next call's return writes what waits
+        """
+    )
+    time.sleep(2)  # nobody reads fd 2 for a while
+    out, err = child.communicate(timeout=30)
+    assert child.returncode == 0, err
+    assert float(out.split()[-1]) < 5
+    assert_whole(err.decode(), 3000)
+
+
+def test_lines_queued_at_exit_go_out_when_the_reader_returns_soon() -> None:
+    child = popen("import pylogsink; pylogsink.log_lines(3000, size=100)")
+    time.sleep(0.5)  # the process exits while nobody reads fd 2
+    out, err = child.communicate(timeout=30)
+    assert child.returncode == 0, err
+    assert_whole(err.decode(), 3000)
+
+
+def test_after_a_stall_direct_writes_resume() -> None:
+    # The reader pauses, then reads again while the call still runs: the
+    # kept lines go out first and later lines are written at once, so
+    # nothing is left out and lines arrive long before the call returns.
+    child = popen(
+        """
+        import sys, time, pylogsink
+        def body():
+            for _ in range(3000):
+                pylogsink.log_lines(1, size=100)
+                time.sleep(0.001)
+        pylogsink.with_callback(body)
+        print("RETURNED", file=sys.stderr, flush=True)
+        """
+    )
+    assert child.stderr is not None
+    time.sleep(1.0)
+    text = b""
+    half_at = returned_at = None
+    while True:
+        chunk = child.stderr.read1(65536)  # type: ignore[attr-defined]
+        if not chunk:
+            break
+        text += chunk
+        if half_at is None and text.count(b"] line 0000000 of 1.") >= 1500:
+            half_at = time.monotonic()
+        if b"RETURNED" in chunk:
+            returned_at = time.monotonic()
+    assert child.wait(timeout=30) == 0
+    decoded = text.decode()
+    assert "left out" not in decoded
+    assert decoded.count("] line 0000000 of 1.") == 3000
+    assert half_at is not None and returned_at is not None
+    # Without resumption every line after the stall would wait for the return.
+    assert returned_at - half_at > 0.5, (returned_at - half_at)
+
+
+def test_closed_pipe_neither_hangs_nor_crashes() -> None:
+    read, write = os.pipe()
+    os.close(read)
+    done = subprocess.run(
+        [sys.executable, "-c", "import json, pylogsink; pylogsink.log_lines(1000); print(json.dumps(pylogsink.stats()))"],
+        stderr=write,
+        stdout=subprocess.PIPE,
+        text=True,
+        timeout=30,
+    )
+    os.close(write)
+    assert done.returncode == 0
+    stats = json.loads(done.stdout.replace("'", '"'))
+    assert stats["failed_bytes"] >= 1000 * 100
+
+
+def test_threads_write_whole_lines() -> None:
+    done = python(
+        """
+        import threading, pylogsink
+        sizes = [100, 1000, 4000, 4096, 300, 2000, 4096, 150]
+        threads = [threading.Thread(target=pylogsink.log_lines, args=(500,), kwargs={"size": s, "detach": True}) for s in sizes]
+        for t in threads: t.start()
+        for t in threads: t.join()
+        """
+    )
+    assert done.returncode == 0
+    lines = done.stderr.splitlines()
+    assert len(lines) == 8 * 500
+    for line in lines:
+        assert re.fullmatch(r"\[[0-9T:.Z-]+ INFO  runtime\.rs:\d+\] line \d{7} of 500\.*", line), line[:120]
+    sizes = sorted(len(line) + 1 for line in lines)
+    assert sorted(set(sizes)) == [100, 150, 300, 1000, 2000, 4000, 4096]
