@@ -40,7 +40,7 @@ def test_pylogsink_completes(detached: bool) -> None:
 
 def test_demo_prints_the_table() -> None:
     done = subprocess.run(
-        [sys.executable, "-m", "pylogsink.demo", "--iterations", "20", "--timeout", str(HANG_TIMEOUT)],
+        [sys.executable, "-m", "pylogsink.demo", "--iterations", "20", "--timeout", str(HANG_TIMEOUT), "--exit-runs", "2"],
         capture_output=True,
         text=True,
         timeout=60,
@@ -52,3 +52,8 @@ def test_demo_prints_the_table() -> None:
         sink = row[2]
         assert ("hung" in row) == (sink == "naive"), row
     assert "pylogsink completed every run; the naive sink hung." in done.stdout
+    exit_rows = [line.split() for line in done.stdout.splitlines() if line.startswith(("own ", "replaced "))]
+    assert [row[:2] for row in exit_rows] == [
+        ["own", "naive"], ["own", "pylogsink"], ["replaced", "naive"], ["replaced", "pylogsink"]
+    ]
+    assert all(row[2:] == ["0", "0"] for row in exit_rows if row[1] == "pylogsink")

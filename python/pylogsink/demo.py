@@ -1,7 +1,8 @@
 """The main demo: the two-thread deadlock under the naive sink and under
-pylogsink, each in a subprocess with a timeout.
+pylogsink, each in a subprocess with a timeout; then daemon threads that log
+while Python exits.
 
-    python -m pylogsink.demo [--iterations 100] [--timeout 10]
+    python -m pylogsink.demo [--iterations 100] [--timeout 10] [--exit-runs 30]
 """
 
 from __future__ import annotations
@@ -43,10 +44,36 @@ def run(label: str, sink: str, detached: bool, iterations: int, timeout: float) 
     return Outcome(label, sink, False, took, int(result["lines_delivered"]), len(result["errors"]))
 
 
+def daemon_exit(sink: str, replaced: bool, runs: int) -> tuple[int, int]:
+    """Runs the daemon-exit scenario ``runs`` times; (crashes, hangs)."""
+    cmd = [sys.executable, "-m", "pylogsink.scenarios", "daemon-exit", "--sink", sink]
+    cmd += ["--replaced"] if replaced else []
+    crashes = hangs = 0
+    for _ in range(runs):
+        try:
+            done = subprocess.run(cmd, capture_output=True, timeout=30)
+        except subprocess.TimeoutExpired:
+            hangs += 1
+            continue
+        crashes += done.returncode != 0
+    return crashes, hangs
+
+
+def exit_table(runs: int) -> None:
+    v = sys.version_info
+    print(f"\nDaemon threads logging inside calls while Python {v.major}.{v.minor}.{v.micro} exits, {runs} runs each:\n")
+    print(f"{'sys.stderr':<12} {'sink':<10} {'crashed':>8} {'hung':>6}")
+    for replaced in (False, True):
+        for sink in ("naive", "pylogsink"):
+            crashes, hangs = daemon_exit(sink, replaced, runs)
+            print(f"{'replaced' if replaced else 'own':<12} {sink:<10} {crashes:>8} {hangs:>6}")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--iterations", type=int, default=100)
     parser.add_argument("--timeout", type=float, default=10.0)
+    parser.add_argument("--exit-runs", type=int, default=30, help="daemon-exit runs per row (0: skip)")
     args = parser.parse_args(argv)
     print(f"Two threads, {args.iterations} iterations each: A loads a method whose backend")
     print("init fails and logs under the backend lock; B executes, taking that lock.\n")
@@ -63,6 +90,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{r.label:<14} {r.sink:<10} {result:<28} {lines:>15}")
     expected = all(r.hung == (r.sink == "naive") and not r.errors for r in rows)
     print("\npylogsink completed every run; the naive sink hung." if expected else "\nUNEXPECTED outcome, see above.")
+    if args.exit_runs:
+        exit_table(args.exit_runs)
     return 0 if expected else 1
 
 

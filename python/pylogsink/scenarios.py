@@ -91,6 +91,23 @@ def two_threads(sink: str, iterations: int, detached: bool) -> dict[str, object]
     }
 
 
+def daemon_exit(sink: str, replaced: bool, threads: int = 4) -> None:
+    """Daemon threads keep logging inside calls while the main thread exits.
+    Prints nothing: the exit status says whether the process crashed."""
+    pylogsink.set_sink(sink)
+    if replaced:
+        # A writer that hands the GIL away, as a real stream does.
+        sys.stderr = SlowStderr(delay=0.0001)  # type: ignore[assignment]
+
+    def worker() -> None:
+        while True:
+            pylogsink.log_lines(10, size=100)
+
+    for _ in range(threads):
+        threading.Thread(target=worker, daemon=True).start()
+    time.sleep(0.05)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="scenario", required=True)
@@ -98,7 +115,13 @@ def main(argv: list[str] | None = None) -> int:
     two.add_argument("--sink", choices=["pylogsink", "naive"], default="pylogsink")
     two.add_argument("--iterations", type=int, default=100)
     two.add_argument("--detached", action="store_true", help="release the GIL before the lock")
+    exit_ = sub.add_parser("daemon-exit", help=daemon_exit.__doc__)
+    exit_.add_argument("--sink", choices=["pylogsink", "naive"], default="pylogsink")
+    exit_.add_argument("--replaced", action="store_true", help="replace sys.stderr first")
     args = parser.parse_args(argv)
+    if args.scenario == "daemon-exit":
+        daemon_exit(args.sink, args.replaced)
+        return 0
     result = two_threads(args.sink, args.iterations, args.detached)
     print(json.dumps(result), flush=True)
     return 0 if not result["errors"] else 1

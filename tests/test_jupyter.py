@@ -1,0 +1,53 @@
+"""A real Jupyter kernel (ipykernel, driven by nbclient) whose fd 2 is a
+pipe drained by a Python thread: one call logs 256 KiB."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+
+import pytest
+
+pytest.importorskip("nbclient")
+pytest.importorskip("ipykernel")
+
+NOTEBOOK = os.path.join(os.path.dirname(__file__), "scripts", "notebook.py")
+LINES = 2622  # 100-byte lines: 256 KiB
+
+
+def run_cell(sink: str, cell_timeout: float, env: dict[str, str]) -> dict[str, object]:
+    done = subprocess.run(
+        [sys.executable, NOTEBOOK, sink, str(LINES), str(cell_timeout)],
+        capture_output=True,
+        text=True,
+        timeout=cell_timeout + 120,
+        env=env,
+    )
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+@pytest.mark.timeout(300)
+def test_a_blocking_fd2_write_hangs_the_kernel(clean_env: dict[str, str]) -> None:
+    # Proves the scenario is real. The kernel must not see
+    # PYTEST_CURRENT_TEST, or ipykernel leaves fd 2 alone.
+    assert run_cell("fd2", 15, clean_env)["timed_out"] is True
+
+
+@pytest.mark.timeout(300)
+def test_pylogsink_completes_with_the_newest_lines_and_a_note(clean_env: dict[str, str]) -> None:
+    result = run_cell("pylogsink", 60, clean_env)
+    assert result["timed_out"] is False and result["errors"] == []
+    streams = result["streams"]
+    assert isinstance(streams, dict)
+    assert streams["stdout"].startswith(f"returned {LINES * 100}")
+    err = streams["stderr"]
+    lines = err.splitlines()
+    m = re.match(r"\[pylogsink\] (\d+) lines \((\d+) bytes\) left out here", lines[0])
+    assert m, lines[0]
+    numbers = [int(line.split("] line ")[1].split()[0]) for line in lines[1:]]
+    assert numbers == list(range(LINES - len(numbers), LINES)), "the newest lines, in order"
+    assert int(m.group(1)) + len(numbers) == LINES
