@@ -39,6 +39,26 @@ def with_callback(callback: Callable[[], _T]) -> _T:
 def abort_with_fatal() -> None:
     """Logs an Error, then a Fatal line, then aborts the process."""
 
+def load_program(data: bytes) -> int:
+    """Checks the program's 4-byte identifier; on a mismatch logs the raw
+    bytes and raises RuntimeError carrying that line."""
+
+def load_file(path: str) -> int:
+    """Reads a program file; on failure raises RuntimeError whose message is
+    cut at 128 bytes, maybe inside a character."""
+
+def fail(count: int, kind: Literal["RuntimeError", "IndexError", "ValueError"] = "RuntimeError") -> None:
+    """Logs count Error lines, then raises kind carrying them."""
+
+def log_until_interrupted(seconds: float) -> None:
+    """Logs a line, then computes with the GIL held, checking for signals."""
+
+def panic_after_logging() -> None:
+    """Logs a line, then panics (raises pyo3_runtime.PanicException)."""
+
+def backslashreplace(data: bytes) -> str:
+    """pylogsink's decoding, equal to data.decode("utf-8", "backslashreplace")."""
+
 class BackgroundLogger:
     """A native thread that logs outside any call."""
 

@@ -8,7 +8,7 @@
 
 use crate::naive;
 use pylogsink::Level;
-use pyo3::exceptions::{PyRuntimeError, PyValueError};
+use pyo3::exceptions::{PyIndexError, PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 use std::sync::atomic::{AtomicU8, Ordering};
@@ -244,6 +244,96 @@ fn abort_with_fatal(py: Python<'_>) -> PyResult<()> {
     })
 }
 
+/// The identifier a valid program starts with.
+const PROGRAM_ID: &[u8; 4] = b"ET12";
+
+/// Loads a program from bytes: checks its 4-byte identifier, and on a
+/// mismatch logs the raw bytes it found (which may be anything) and raises
+/// RuntimeError carrying that line.
+#[pyfunction]
+fn load_program(py: Python<'_>, data: &[u8]) -> PyResult<usize> {
+    pylogsink::call(py, || {
+        let id = data.get(..4).unwrap_or(data);
+        if id != PROGRAM_ID {
+            let mut line = b"Program identifier '".to_vec();
+            line.extend_from_slice(id);
+            line.extend_from_slice(b"' != expected 'ET12'");
+            rt_log(Level::Error, file!(), line!(), &line);
+            return Err(pylogsink::error::<PyRuntimeError>(
+                "load_program: invalid program (error 0x23)",
+            ));
+        }
+        Ok(data.len())
+    })
+}
+
+/// Loads a program from a file. The error message is built in a 128-byte
+/// buffer, as C runtimes do with snprintf, so a long path is cut, maybe
+/// inside a character.
+#[pyfunction]
+fn load_file(py: Python<'_>, path: &str) -> PyResult<usize> {
+    pylogsink::call(py, || match std::fs::read(path) {
+        Ok(data) => Ok(data.len()),
+        Err(e) => {
+            let mut message = format!("Failed to open {path}: {e}").into_bytes();
+            message.truncate(128);
+            rt_log(Level::Error, file!(), line!(), &message);
+            Err(pylogsink::error::<PyRuntimeError>(&message))
+        }
+    })
+}
+
+/// Logs `count` Error lines, then raises `kind` ("RuntimeError",
+/// "IndexError" or "ValueError") carrying them.
+#[pyfunction]
+#[pyo3(signature = (count, kind = "RuntimeError"))]
+fn fail(py: Python<'_>, count: usize, kind: &str) -> PyResult<()> {
+    pylogsink::call(py, || {
+        for i in 0..count {
+            rt_log!(Level::Error, "cause {i}");
+        }
+        let text = format!("fail: {count} errors");
+        Err(match kind {
+            "RuntimeError" => pylogsink::error::<PyRuntimeError>(text),
+            "IndexError" => pylogsink::error::<PyIndexError>(text),
+            "ValueError" => pylogsink::error::<PyValueError>(text),
+            _ => PyValueError::new_err(format!("unknown exception kind {kind:?}")),
+        })
+    })
+}
+
+/// Logs one line, then computes for up to `seconds` with the GIL held,
+/// checking for signals as long native loops should; a signal handler's
+/// exception (KeyboardInterrupt from Ctrl-C) ends it.
+#[pyfunction]
+fn log_until_interrupted(py: Python<'_>, seconds: f64) -> PyResult<()> {
+    pylogsink::call(py, || {
+        rt_log!(Level::Warn, "computing until interrupted");
+        let end = std::time::Instant::now() + Duration::from_secs_f64(seconds);
+        while std::time::Instant::now() < end {
+            std::thread::sleep(Duration::from_millis(5));
+            py.check_signals()?;
+        }
+        Ok(())
+    })
+}
+
+/// Logs one line, then panics inside the call.
+#[pyfunction]
+fn panic_after_logging(py: Python<'_>) -> PyResult<()> {
+    pylogsink::call(py, || {
+        rt_log!(Level::Error, "about to panic");
+        panic!("the runtime panicked")
+    })
+}
+
+/// Decodes bytes as UTF-8 with pylogsink's escaping of invalid bytes,
+/// which must equal `data.decode("utf-8", "backslashreplace")`.
+#[pyfunction]
+fn backslashreplace(data: &[u8]) -> String {
+    pylogsink::format::decode_backslashreplace(data)
+}
+
 /// A native thread that logs outside any call.
 #[pyclass(module = "pylogsink._pylogsink")]
 struct BackgroundLogger {
@@ -313,6 +403,12 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(start_background_logger, m)?)?;
     m.add_function(wrap_pyfunction!(stats, m)?)?;
     m.add_function(wrap_pyfunction!(abort_with_fatal, m)?)?;
+    m.add_function(wrap_pyfunction!(load_program, m)?)?;
+    m.add_function(wrap_pyfunction!(load_file, m)?)?;
+    m.add_function(wrap_pyfunction!(fail, m)?)?;
+    m.add_function(wrap_pyfunction!(log_until_interrupted, m)?)?;
+    m.add_function(wrap_pyfunction!(panic_after_logging, m)?)?;
+    m.add_function(wrap_pyfunction!(backslashreplace, m)?)?;
     m.add_function(wrap_pyfunction!(set_stall_wait, m)?)?;
     m.add_class::<BackgroundLogger>()?;
     Ok(())

@@ -11,6 +11,7 @@ use crate::route::{daemon_avoids_python, entry_sink, return_plan, ReturnPlan, Si
 use crate::sink::{count_noted, queue_pending, stall_wait, write_fd2, write_queue, THREAD};
 use pyo3::exceptions::PyException;
 use pyo3::prelude::*;
+use std::panic::AssertUnwindSafe;
 use std::sync::OnceLock;
 use std::time::Duration;
 
@@ -42,11 +43,19 @@ pub fn call<T>(py: Python<'_>, f: impl FnOnce() -> PyResult<T>) -> PyResult<T> {
         outermost,
         done: false,
     };
-    let result = f();
-    leave.finish(py, result)
+    match std::panic::catch_unwind(AssertUnwindSafe(f)) {
+        Ok(result) => leave.finish(py, result),
+        Err(panic) => {
+            // The lines kept so far are written as at any return; then the
+            // panic goes on, to become PyO3's PanicException.
+            let _ = leave.finish(py, Ok(()));
+            std::panic::resume_unwind(panic)
+        }
+    }
 }
 
-/// Leaves the call; on unwinding (a panic in `f`) from `Drop`.
+/// Leaves the call: [`Leave::finish`] normally, `Drop` only if pylogsink's
+/// own code panicked on the way.
 struct Leave {
     outermost: bool,
     done: bool,
@@ -55,8 +64,7 @@ struct Leave {
 impl Leave {
     fn finish<T>(mut self, py: Python<'_>, result: PyResult<T>) -> PyResult<T> {
         self.done = true;
-        let sink = leave();
-        let Some(sink) = sink.filter(|_| self.outermost) else {
+        let Some(sink) = leave().filter(|_| self.outermost) else {
             return result;
         };
         match write_at_return(py, sink) {
@@ -73,13 +81,8 @@ impl Leave {
 
 impl Drop for Leave {
     fn drop(&mut self) {
-        if self.done {
-            return;
-        }
-        // A panic unwinds through the call. Python is not ours to call
-        // here; the kept lines go to fd 2 while there is room.
-        if leave().is_some() && self.outermost {
-            let _ = THREAD.try_with(|t| t.write_kept(Duration::ZERO));
+        if !self.done {
+            leave();
         }
     }
 }
@@ -111,19 +114,23 @@ fn write_at_return(py: Python<'_>, sink: Sink) -> Option<PyErr> {
                 py.detach(|| write_queue(stall_wait()));
             }
             match write_through_python(py, &taken.text) {
-                Ok(true) => {
+                Written::All => {
                     count_noted(&taken);
                     None
                 }
-                Ok(false) => {
+                Written::ButFlushFailed(err) => {
+                    count_noted(&taken);
+                    is_interrupt(py, &err).then_some(err)
+                }
+                Written::NoStream => {
                     write_fd2_detached(py, taken);
                     None
                 }
-                Err(err) => {
+                Written::Failed(err) => {
                     // A repeat is better than a loss: the write may have
                     // failed part way, so everything goes to fd 2 too.
                     write_fd2_detached(py, taken);
-                    (!err.is_instance_of::<PyException>(py)).then_some(err)
+                    is_interrupt(py, &err).then_some(err)
                 }
             }
         }
@@ -145,28 +152,72 @@ fn write_fd2_detached(py: Python<'_>, taken: Taken) {
     py.detach(|| write_fd2(taken, stall_wait()));
 }
 
-/// Writes through `sys.stderr.write`. `Ok(false)` if there is no usable
-/// `sys.stderr` (it is `None`).
-fn write_through_python(py: Python<'_>, text: &[u8]) -> PyResult<bool> {
+/// How a write through `sys.stderr` went.
+enum Written {
+    /// `write` and `flush` returned (whatever they returned).
+    All,
+    /// `write` returned, `flush` raised: the lines were handed over.
+    ButFlushFailed(PyErr),
+    /// `sys.stderr` is `None`.
+    NoStream,
+    /// Looking up or calling `write` raised.
+    Failed(PyErr),
+}
+
+/// Writes through `sys.stderr.write`, then `flush`, marking the thread as
+/// writing so that a writer that calls back into the extension cannot
+/// recurse (see [`entry_sink`]).
+fn write_through_python(py: Python<'_>, text: &[u8]) -> Written {
     if text.is_empty() {
-        return Ok(true);
+        return Written::All;
     }
-    let stderr = py.import("sys")?.getattr("stderr")?;
-    if stderr.is_none() {
-        return Ok(false);
-    }
+    let stderr = match py.import("sys").and_then(|sys| sys.getattr("stderr")) {
+        Ok(stderr) if !stderr.is_none() => stderr,
+        Ok(_) => return Written::NoStream,
+        Err(err) => return Written::Failed(err),
+    };
     let text = decode_backslashreplace(text);
     THREAD.with(|t| t.writing_kept.set(true));
-    let written = stderr.call_method1("write", (text,)).and_then(|_| {
-        match stderr.call_method0("flush") {
-            // The lines were handed over; a stream that cannot flush is not
-            // a reason to write them twice.
-            Err(err) if err.is_instance_of::<PyException>(py) => Ok(()),
-            other => other.map(drop),
-        }
-    });
+    let written = match stderr.call_method1("write", (text,)) {
+        Err(err) => Written::Failed(err),
+        Ok(_) => match stderr.call_method0("flush") {
+            Ok(_) => Written::All,
+            Err(err) => Written::ButFlushFailed(err),
+        },
+    };
     THREAD.with(|t| t.writing_kept.set(false));
-    written.map(|()| true)
+    written
+}
+
+/// Whether an exception raised while the call's lines were written must
+/// reach the caller: a `BaseException` that is not an `Exception`
+/// (`KeyboardInterrupt`, `SystemExit`), or any exception raised by a
+/// Python signal handler. Other exceptions come from a broken stream, and
+/// the call's own result stands.
+fn is_interrupt(py: Python<'_>, err: &PyErr) -> bool {
+    !err.is_instance_of::<PyException>(py) || raised_in_signal_handler(py, err).unwrap_or(false)
+}
+
+/// Whether a frame of the exception's traceback runs a Python signal
+/// handler installed with `signal.signal`.
+fn raised_in_signal_handler(py: Python<'_>, err: &PyErr) -> PyResult<bool> {
+    let signal = py.import("signal")?;
+    let mut handlers = Vec::new();
+    for signum in signal.call_method0("valid_signals")?.try_iter()? {
+        let handler = signal.call_method1("getsignal", (signum?,))?;
+        if let Ok(code) = handler.getattr("__code__") {
+            handlers.push(code);
+        }
+    }
+    let mut tb = err.traceback(py).map(|tb| tb.into_any());
+    while let Some(frame) = tb {
+        let code = frame.getattr("tb_frame")?.getattr("f_code")?;
+        if handlers.iter().any(|h| h.is(&code)) {
+            return Ok(true);
+        }
+        tb = Some(frame.getattr("tb_next")?).filter(|next| !next.is_none());
+    }
+    Ok(false)
 }
 
 /// `sys.stderr is sys.__stderr__`, by two borrowed lookups that run no

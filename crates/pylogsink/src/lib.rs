@@ -68,6 +68,7 @@
 #![warn(missing_docs)]
 
 mod call;
+mod errors;
 pub mod fd;
 pub mod format;
 pub mod kept;
@@ -77,6 +78,7 @@ pub mod route;
 mod sink;
 
 pub use call::call;
+pub use errors::{error, ERRORS_CAP};
 pub use level::Level;
 pub use logger::{init, OtherLoggerInstalled};
-pub use sink::{emit, set_stall_wait, stall_wait, stats, Stats, ERRORS_CAP};
+pub use sink::{emit, set_stall_wait, stall_wait, stats, Stats};

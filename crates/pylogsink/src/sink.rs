@@ -6,6 +6,7 @@
 //! in a call, where do the call's lines go, the lines it keeps); lines
 //! logged outside any call that find no room wait in one process-wide queue.
 
+use crate::errors::Errors;
 use crate::fd::{self, STDERR};
 use crate::format::format_record;
 use crate::kept::{Kept, Taken, CAP};
@@ -15,9 +16,6 @@ use std::cell::{Cell, RefCell};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, Once, Weak};
 use std::time::{Duration, SystemTime};
-
-/// Error-level text one call collects for its exception, at most.
-pub const ERRORS_CAP: usize = 1024;
 
 static STALL_WAIT_MICROS: AtomicU64 = AtomicU64::new(100_000);
 static EMITTED: AtomicU64 = AtomicU64::new(0);
@@ -87,8 +85,8 @@ pub(crate) struct ThreadState {
     /// The current call's kept lines. Shared with the exit hook, which
     /// writes them if the thread is still in a call when the process ends.
     kept: Arc<Mutex<Kept>>,
-    /// The current call's Error-level messages, at most [`ERRORS_CAP`].
-    pub errors: RefCell<Vec<u8>>,
+    /// The current call's Error-level messages.
+    pub errors: RefCell<Errors>,
 }
 
 impl ThreadState {
@@ -101,7 +99,7 @@ impl ThreadState {
             writing_kept: Cell::new(false),
             avoid_python: Cell::new(None),
             kept,
-            errors: RefCell::new(Vec::new()),
+            errors: RefCell::new(Errors::default()),
         }
     }
 
@@ -122,7 +120,9 @@ impl ThreadState {
     fn emit(&self, level: Level, message: &[u8], record: &[u8]) {
         let sink = self.sink();
         if sink != Sink::Outside && level >= Level::Error {
-            collect_error(&mut self.errors.borrow_mut(), message);
+            if let Ok(mut errors) = self.errors.try_borrow_mut() {
+                errors.collect(message);
+            }
         }
         match route(level, sink, QUEUE_PENDING.load(Ordering::Relaxed)) {
             Route::Keep => self.kept().push(record),
@@ -308,35 +308,9 @@ pub fn write_queue(wait: Duration) -> bool {
     false
 }
 
-/// Appends one Error message to a call's collected errors, keeping the
-/// first [`ERRORS_CAP`] bytes: the first error usually names the cause.
-fn collect_error(errors: &mut Vec<u8>, message: &[u8]) {
-    if !errors.is_empty() {
-        if errors.len() >= ERRORS_CAP {
-            return;
-        }
-        errors.push(b'\n');
-    }
-    let take = message.len().min(ERRORS_CAP - errors.len());
-    errors.extend_from_slice(&message[..take]);
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn errors_keep_the_first_kilobyte() {
-        let mut errors = Vec::new();
-        collect_error(&mut errors, b"first");
-        collect_error(&mut errors, b"second");
-        assert_eq!(errors, b"first\nsecond");
-        collect_error(&mut errors, &[b'x'; 2000]);
-        assert_eq!(errors.len(), ERRORS_CAP);
-        collect_error(&mut errors, b"late");
-        assert_eq!(errors.len(), ERRORS_CAP);
-        assert!(errors.starts_with(b"first\nsecond\nxx"));
-    }
 
     #[test]
     fn stall_wait_round_trips() {
