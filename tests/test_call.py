@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import contextlib
 import io
+import os
+import signal
 import subprocess
 import sys
 import time
@@ -153,3 +155,140 @@ def test_outside_a_call_lines_go_to_fd2_even_if_stderr_is_replaced() -> None:
     )
     assert done.stdout.strip() == "''"
     assert [r.split("] ")[1] for r in records(done.stderr)] == [f"background line {i}" for i in range(5)]
+
+
+# Failed writes: the lines go to fd 2 instead, and the call's result stands.
+
+BROKEN_STREAMS = {
+    "write-raises": "class S:\n    def write(self, s): raise ValueError('broken')\n    def flush(self): pass\nsys.stderr = S()",
+    "none": "sys.stderr = None",
+    "no-write": "sys.stderr = object()",
+}
+
+
+@pytest.mark.parametrize("setup", BROKEN_STREAMS.values(), ids=BROKEN_STREAMS.keys())
+def test_a_broken_stderr_sends_the_lines_to_fd2(setup: str) -> None:
+    code = f"import sys, pylogsink\n{setup}\nprint('result', pylogsink.log_lines(3, 'warn'))\nsys.stderr = sys.__stderr__"
+    done = python(code)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "result 300"
+    assert numbers(done.stderr) == [0, 1, 2]
+
+
+def test_a_write_that_returns_nonsense_still_counts_as_written() -> None:
+    class Odd:
+        def __init__(self) -> None:
+            self.parts: list[str] = []
+
+        def write(self, text: str) -> str:
+            self.parts.append(text)
+            return "banana"
+
+    odd = Odd()
+    with contextlib.redirect_stderr(odd):  # type: ignore[type-var]
+        assert pylogsink.log_lines(2) == 200
+    assert numbers("".join(odd.parts)) == [0, 1]
+
+
+def test_a_writer_that_calls_back_and_logs_neither_hangs_nor_loses_lines() -> None:
+    done = python(
+        """
+        import sys, pylogsink
+        class Echo:
+            parts = []
+            def write(self, text):
+                self.parts.append(text)
+                pylogsink.log_raw(b"logged by the writer")  # calls back in
+                return len(text)
+            def flush(self):
+                pass
+        sys.stderr = Echo()
+        for _ in range(3):
+            pylogsink.log_lines(2)
+        sys.stderr = sys.__stderr__
+        print(sum(p.count("] line ") for p in Echo.parts))
+        """,
+        timeout=30,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "6"
+    # What the writer logged could not go through itself: it is on fd 2.
+    assert [r.split("] ")[1] for r in records(done.stderr)] == ["logged by the writer"] * 3
+
+
+# Interrupts: the original exception reaches the caller once the lines are out.
+
+INTERRUPT_CHILD = """
+import io, os, signal, sys, time, pylogsink
+
+class Slow(io.StringIO):
+    def write(self, text):
+        if os.environ["SIGNAL_AT"] == "write":
+            print("trigger", flush=True)
+            time.sleep(2)  # the signal lands here
+        return super().write(text)
+
+RAISED = {raised}
+def handler(signum, frame):
+    raise RAISED
+signal.signal({signum}, handler)
+sys.stderr = stream = Slow()
+if os.environ["SIGNAL_AT"] == "call":
+    print("trigger", flush=True)
+try:
+    {body}
+except BaseException as e:
+    sys.stderr = sys.__stderr__
+    print("same object:", e is RAISED)
+    print("context:", type(e.__context__).__name__)
+    print("kept:", stream.getvalue().count("] "))
+"""
+
+
+def run_interrupt(raised: str, signum: signal.Signals, body: str, at: str) -> tuple[list[str], str]:
+    """Runs ``body`` in a child whose Python handler for ``signum`` raises
+    ``raised``; the signal comes from this process, as Ctrl-C comes from a
+    terminal, while the child is in the call (``at="call"``) or in the
+    write of the call's lines (``at="write"``)."""
+    code = INTERRUPT_CHILD.format(raised=raised, signum=int(signum), body=body)
+    child = popen(code, env=dict(os.environ, SIGNAL_AT=at))
+    assert child.stdout is not None
+    assert child.stdout.readline() == b"trigger\n"
+    time.sleep(0.3)
+    child.send_signal(signum)
+    out, err = child.communicate(timeout=30)
+    assert child.returncode == 0, err
+    return out.decode().splitlines(), err.decode()
+
+
+def test_ctrl_c_during_the_call_reaches_the_caller_after_the_lines() -> None:
+    out, _ = run_interrupt("KeyboardInterrupt('ctrl-c')", signal.SIGINT, "pylogsink.log_until_interrupted(20)", "call")
+    assert out == ["same object: True", "context: NoneType", "kept: 1"]
+
+
+def test_sigterm_exit_during_the_write_is_raised_once_the_lines_are_out() -> None:
+    # The call has returned; its kept line is being written when SIGTERM's
+    # handler raises SystemExit. The line is not lost: it goes to fd 2 too.
+    out, err = run_interrupt("SystemExit(7)", signal.SIGTERM, "pylogsink.log_lines(1)", "write")
+    assert out[:2] == ["same object: True", "context: NoneType"]
+    assert numbers(err) == [0]
+
+
+def test_any_exception_a_signal_handler_raises_during_the_write_is_raised() -> None:
+    out, err = run_interrupt("TimeoutError('alarm')", signal.SIGALRM, "pylogsink.log_lines(1)", "write")
+    assert out[0] == "same object: True"
+    assert numbers(err) == [0]
+
+
+def test_an_interrupt_during_the_write_chains_the_calls_own_error() -> None:
+    out, _ = run_interrupt("KeyboardInterrupt('ctrl-c')", signal.SIGINT, "pylogsink.fail(1)", "write")
+    assert out[:2] == ["same object: True", "context: RuntimeError"]
+
+
+def test_a_panic_writes_the_kept_lines_then_raises_panic_exception() -> None:
+    buf = io.StringIO()
+    with contextlib.redirect_stderr(buf), pytest.raises(BaseException) as info:
+        pylogsink.panic_after_logging()
+    assert type(info.value).__name__ == "PanicException"
+    assert "the runtime panicked" in str(info.value)
+    assert [r.split("] ")[1] for r in records(buf.getvalue())] == ["about to panic"]
