@@ -8,11 +8,15 @@
 use crate::format::decode_backslashreplace;
 use crate::kept::Taken;
 use crate::route::{daemon_avoids_python, entry_sink, return_plan, ReturnPlan, Sink};
-use crate::sink::{count_noted, queue_pending, stall_wait, write_fd2, write_queue, THREAD};
+use crate::sink::{
+    count_noted, exit_wait, queue_pending, stall_wait, write_everything, write_fd2, write_queue,
+    THREAD,
+};
 use pyo3::exceptions::PyException;
 use pyo3::prelude::*;
+use pyo3::types::PyCFunction;
 use std::panic::AssertUnwindSafe;
-use std::sync::OnceLock;
+use std::sync::{Once, OnceLock};
 use std::time::Duration;
 
 /// Runs one binding call from Python into native code.
@@ -29,6 +33,7 @@ use std::time::Duration;
 /// can reach the caller: it is returned instead of `f`'s result, with `f`'s
 /// own error, if any, as its `__context__`.
 pub fn call<T>(py: Python<'_>, f: impl FnOnce() -> PyResult<T>) -> PyResult<T> {
+    register_exit_flush(py);
     let outermost = THREAD.with(|t| {
         let depth = t.depth.get();
         t.depth.set(depth + 1);
@@ -85,6 +90,23 @@ impl Drop for Leave {
             leave();
         }
     }
+}
+
+/// Registers, once per process, a Python `atexit` function that writes
+/// every line still kept or queued to fd 2 while the interpreter is whole,
+/// with the GIL released while it waits for room.
+fn register_exit_flush(py: Python<'_>) {
+    static REGISTERED: Once = Once::new();
+    REGISTERED.call_once(|| {
+        let flush = PyCFunction::new_closure(py, Some(c"pylogsink_exit_flush"), None, |args, _| {
+            args.py().detach(|| write_everything(exit_wait()));
+        });
+        let registered = flush.and_then(|f| py.import("atexit")?.call_method1("register", (f,)));
+        if let Err(err) = registered {
+            // The C atexit hook still writes what it can.
+            err.write_unraisable(py, None);
+        }
+    });
 }
 
 /// Steps out of one call level; the sink if this left the outermost call.

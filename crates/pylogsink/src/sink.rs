@@ -197,33 +197,42 @@ fn register(kept: &Arc<Mutex<Kept>>) {
     registry.push(Arc::downgrade(kept));
 }
 
-/// How long the exit hook waits for room on fd 2: ten stall waits, at
+/// How long the exit flush waits for room on fd 2: ten stall waits, at
 /// least one second. The process is ending, so nothing else waits on it,
 /// but a reader that never comes back must not hold the exit for good.
-fn exit_wait() -> Duration {
+pub(crate) fn exit_wait() -> Duration {
     (stall_wait() * 10).max(Duration::from_secs(1))
 }
 
-/// Runs when the process exits, after Python has finalized: whatever is
-/// still kept by any thread, or queued, goes to fd 2 while there is room.
-extern "C" fn write_all_at_exit() {
-    let _ = std::panic::catch_unwind(|| {
-        let registry = match REGISTRY.try_lock() {
-            Ok(r) => r.iter().filter_map(Weak::upgrade).collect::<Vec<_>>(),
-            Err(_) => Vec::new(),
-        };
-        for kept in registry {
-            // A thread frozen inside `push` holds its lock: skip it rather
-            // than hang the exit.
-            if let Ok(mut kept) = kept.try_lock() {
-                let taken = kept.take();
-                drop(kept);
+/// Writes what every thread still keeps, then the queue, to fd 2, waiting
+/// for room at most `wait`. Runs at exit: first from Python's `atexit`
+/// (registered by the first call), while the interpreter is whole, then
+/// from the C `atexit` hook for whatever daemon threads logged since.
+pub(crate) fn write_everything(wait: Duration) {
+    let registry = match REGISTRY.try_lock() {
+        Ok(r) => r.iter().filter_map(Weak::upgrade).collect::<Vec<_>>(),
+        Err(_) => Vec::new(),
+    };
+    for kept in registry {
+        // A thread frozen inside `push` holds its lock: skip it rather
+        // than hang the exit.
+        if let Ok(mut kept) = kept.try_lock() {
+            let taken = kept.take();
+            drop(kept);
+            if !taken.text.is_empty() {
                 queue().append(taken, 0);
                 QUEUE_PENDING.store(true, Ordering::Release);
             }
         }
-        write_queue(exit_wait());
-    });
+    }
+    write_queue(wait);
+}
+
+/// The C `atexit` hook, after Python has finalized. It does not wait for
+/// room: on CPython 3.10, a daemon thread that wakes after finalization may
+/// crash the process on its own, so the process must not linger here.
+extern "C" fn write_all_at_exit() {
+    let _ = std::panic::catch_unwind(|| write_everything(Duration::ZERO));
 }
 
 /// Writes the queue, then `taken`, to fd 2, each piece waiting for room
