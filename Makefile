@@ -1,6 +1,6 @@
 .DEFAULT_GOAL := help
 
-.PHONY: help demo test lint
+.PHONY: help demo test lint fuzz
 
 help: ## Show the targets
 	@grep -E '^[a-z]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-6s %s\n", $$1, $$2}'
@@ -14,3 +14,6 @@ test: ## Build everything and run all tests on every CPython 3.10-3.13 found
 lint: ## cargo fmt --check and clippy
 	cargo fmt --all -- --check
 	cargo clippy --all-targets -- -D warnings
+
+fuzz: ## Long escaping checks: 100M inputs against CPython, then cargo fuzz (nightly)
+	scripts/fuzz.sh
