@@ -1,0 +1,383 @@
+//! `pylogsink_bench`: the native half of the pylogsink benchmark
+//! (`bench/run.py` drives it and explains each measurement).
+//!
+//! Every timed function runs a tight loop in Rust and returns the elapsed
+//! nanoseconds measured with `Instant`, so that Python's own overhead stays
+//! out of per-line figures. All loops run with the GIL held, as a binding's
+//! body does; for the naive sink and pyo3-log that is their cheapest case
+//! (taking the GIL is then only a counter increment), so the ratios
+//! against them are conservative.
+//!
+//! pyo3-log is installed as the `log` crate's logger (only one logger per
+//! process), and pylogsink is driven through [`pylogsink::emit`] directly.
+
+use pylogsink::format::format_record;
+use pylogsink::{emit, Level};
+use pyo3::exceptions::PyValueError;
+use pyo3::prelude::*;
+use pyo3::types::PyString;
+use std::sync::Barrier;
+use std::time::{Instant, SystemTime};
+
+/// The source location every benchmark record carries.
+const FILE: &str = file!();
+const LINE: u32 = line!();
+
+fn nanos(since: Instant) -> u64 {
+    since.elapsed().as_nanos() as u64
+}
+
+fn record(message: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(message.len() + 64);
+    format_record(
+        &mut out,
+        SystemTime::now(),
+        Level::Info,
+        FILE,
+        LINE,
+        message,
+    );
+    out
+}
+
+/// A message that makes a record of exactly `size` bytes, newline included.
+fn message_for(size: usize) -> PyResult<Vec<u8>> {
+    let frame = record(b"").len();
+    if size < frame {
+        return Err(PyValueError::new_err(format!(
+            "a record is at least {frame} bytes"
+        )));
+    }
+    Ok(vec![b'x'; size - frame])
+}
+
+/// The bytes of one record of `size` bytes, as pylogsink formats it.
+#[pyfunction]
+fn record_bytes(size: usize) -> PyResult<Vec<u8>> {
+    Ok(record(&message_for(size)?))
+}
+
+/// `write(2, line)` of a pre-formatted `size`-byte record, `n` times.
+#[pyfunction]
+fn bare_write(n: u64, size: usize) -> PyResult<u64> {
+    let line = record(&message_for(size)?);
+    let start = Instant::now();
+    loop_bare(n, &line);
+    Ok(nanos(start))
+}
+
+#[inline(never)]
+fn loop_bare(n: u64, line: &[u8]) {
+    for _ in 0..n {
+        // SAFETY: `line` is a live slice for the whole call; the kernel
+        // only reads `line.len()` bytes from it.
+        let written = unsafe { libc::write(2, line.as_ptr().cast(), line.len()) };
+        std::hint::black_box(written);
+    }
+}
+
+/// Formatting each record (as pylogsink does) and then `write(2)`: what a
+/// plain blocking sink costs, to tell formatting from routing in (2).
+#[pyfunction]
+fn format_write(n: u64, size: usize) -> PyResult<u64> {
+    let message = message_for(size)?;
+    let start = Instant::now();
+    loop_format_write(n, &message);
+    Ok(nanos(start))
+}
+
+#[inline(never)]
+fn loop_format_write(n: u64, message: &[u8]) {
+    for _ in 0..n {
+        loop_bare(1, &record(message));
+    }
+}
+
+#[inline(never)]
+fn loop_emit(n: u64, message: &[u8]) {
+    for _ in 0..n {
+        emit(Level::Info, FILE, LINE, message);
+    }
+}
+
+/// `n` records of `size` bytes through `pylogsink::emit`, inside one
+/// `pylogsink::call`; only the loop is timed, not the call's entry and
+/// return. With `sys.stderr is sys.__stderr__` each line goes to fd 2.
+#[pyfunction]
+fn direct_lines(py: Python<'_>, n: u64, size: usize) -> PyResult<u64> {
+    let message = message_for(size)?;
+    pylogsink::call(py, || {
+        let start = Instant::now();
+        loop_emit(n, &message);
+        Ok(nanos(start))
+    })
+}
+
+/// `n` records of `size` bytes in one call with `sys.stderr` replaced, so
+/// they are kept. Returns the nanoseconds of the emit loop and of the
+/// call's return, which writes the kept lines through `sys.stderr.write`.
+#[pyfunction]
+fn kept_lines(py: Python<'_>, n: u64, size: usize) -> PyResult<(u64, u64)> {
+    let message = message_for(size)?;
+    let start = Instant::now();
+    let mut emitted = 0;
+    pylogsink::call(py, || {
+        loop_emit(n, &message);
+        emitted = nanos(start);
+        Ok(())
+    })?;
+    Ok((emitted, nanos(start) - emitted))
+}
+
+/// One `sys.stderr.write` of `text` from native code (making the `str`
+/// included): what writing a call's kept lines costs at the least.
+#[pyfunction]
+fn python_write_once(py: Python<'_>, text: &[u8]) -> PyResult<u64> {
+    let start = Instant::now();
+    let text = std::str::from_utf8(text).map_err(|e| PyValueError::new_err(e.to_string()))?;
+    let text = PyString::new(py, text);
+    py.import("sys")?
+        .getattr("stderr")?
+        .call_method1("write", (text,))?;
+    Ok(nanos(start))
+}
+
+/// A binding that does nothing.
+#[pyfunction]
+fn noop() {}
+
+/// The same binding, wrapped in `pylogsink::call`.
+#[pyfunction]
+fn noop_call(py: Python<'_>) -> PyResult<()> {
+    pylogsink::call(py, || Ok(()))
+}
+
+/// One call that logs `lines` records of `size` bytes (for the memory run).
+#[pyfunction]
+fn log_call(py: Python<'_>, lines: u32, size: usize) -> PyResult<()> {
+    let message = message_for(size)?;
+    pylogsink::call(py, || {
+        loop_emit(u64::from(lines), &message);
+        Ok(())
+    })
+}
+
+/// The naive sink: each record through `sys.stderr.write`, with the GIL.
+#[pyfunction]
+fn naive_lines(n: u64, size: usize) -> PyResult<u64> {
+    let message = message_for(size)?;
+    let start = Instant::now();
+    for _ in 0..n {
+        let text = String::from_utf8_lossy(&record(&message)).into_owned();
+        Python::attach(|py| -> PyResult<()> {
+            py.import("sys")?
+                .getattr("stderr")?
+                .call_method1("write", (text,))?;
+            Ok(())
+        })?;
+    }
+    Ok(nanos(start))
+}
+
+/// `n` lines through `log::info!` to pyo3-log (Python's `logging` is set
+/// up by the caller); `message` is the text of each line.
+#[pyfunction]
+fn pyo3log_lines(n: u64, message: &str) -> u64 {
+    let start = Instant::now();
+    for _ in 0..n {
+        log::info!("{message}");
+    }
+    nanos(start)
+}
+
+/// `threads` native threads log `n` records of `size` bytes each at once.
+/// `sink` is `"pylogsink"` (each thread inside its own `pylogsink::call`,
+/// the GIL released while it logs) or `"fd2"` (format, then a blocking
+/// `write(2)`). Each message is `tNN SSSSSSSSS x..`: thread and sequence
+/// number, which [`drain`] checks. Returns the nanoseconds from the common
+/// start to the end of the last thread's loop.
+#[pyfunction]
+fn threads_lines(py: Python<'_>, threads: usize, n: u64, size: usize, sink: &str) -> PyResult<u64> {
+    let template = message_for(size)?;
+    if template.len() < 14 || threads > 100 {
+        return Err(PyValueError::new_err("lines too short or too many threads"));
+    }
+    let fd2 = match sink {
+        "pylogsink" => false,
+        "fd2" => true,
+        _ => return Err(PyValueError::new_err("sink is pylogsink or fd2")),
+    };
+    let barrier = Barrier::new(threads + 1);
+    let run = |tid: usize| {
+        let mut message = template.clone();
+        message[..4].copy_from_slice(format!("t{tid:02} ").as_bytes());
+        message[13] = b' ';
+        let mut body = || {
+            barrier.wait();
+            for seq in 0..n {
+                put_digits(&mut message[4..13], seq);
+                if fd2 {
+                    loop_bare(1, &record(&message));
+                } else {
+                    emit(Level::Info, FILE, LINE, &message);
+                }
+            }
+            Instant::now()
+        };
+        if fd2 {
+            return body();
+        }
+        Python::attach(|py| pylogsink::call(py, || Ok(py.detach(body))))
+            .expect("a call whose body cannot fail fails only on Ctrl-C")
+    };
+    py.detach(|| {
+        std::thread::scope(|s| {
+            let handles: Vec<_> = (0..threads).map(|tid| s.spawn(move || run(tid))).collect();
+            barrier.wait();
+            let start = Instant::now();
+            let ends = handles.into_iter().map(|h| h.join().expect("no panic"));
+            let last = ends.max().unwrap_or(start);
+            Ok(last.duration_since(start).as_nanos() as u64)
+        })
+    })
+}
+
+/// Writes `n` in decimal into `digits`, zero-padded (and cut) to its length.
+fn put_digits(digits: &mut [u8], mut n: u64) {
+    for d in digits.iter_mut().rev() {
+        *d = b'0' + (n % 10) as u8;
+        n /= 10;
+    }
+}
+
+/// What [`drain`] found in a pipe.
+#[pyclass(get_all, frozen)]
+struct Drained {
+    bytes: u64,
+    lines: u64,
+    /// Lines not of the expected length or shape (a torn or mixed line).
+    bad: u64,
+    /// Lines whose sequence number was not the next of their thread.
+    out_of_order: u64,
+    /// Well-formed lines seen per thread.
+    per_thread: Vec<u64>,
+}
+
+/// Reads the pipe `fd` to its end with the GIL released. With `line_len`
+/// set, checks that every line is a record of exactly that many bytes whose
+/// message starts `tNN SSSSSSSSS ` (see [`threads_lines`]), in order per
+/// thread.
+///
+/// It reads in batches: the pipe grows to 1 MiB and the reader pauses
+/// `pause_us` after each read, so that it is never the bottleneck and a
+/// writer does not pay for waking it at every line (a reader that waits in
+/// `read` is woken by each write and then drains one line per system call,
+/// slower than the writer: the figures would then measure the reader).
+#[pyfunction]
+#[pyo3(signature = (fd, line_len=None, pause_us=100))]
+fn drain(py: Python<'_>, fd: i32, line_len: Option<usize>, pause_us: u64) -> PyResult<Drained> {
+    // SAFETY: F_SETPIPE_SZ takes an int and changes only the pipe's
+    // capacity; on anything but a pipe it fails, which is fine.
+    unsafe { libc::fcntl(fd, libc::F_SETPIPE_SZ, 1 << 20) };
+    let pause = std::time::Duration::from_micros(pause_us);
+    py.detach(|| {
+        let mut out = Drained {
+            bytes: 0,
+            lines: 0,
+            bad: 0,
+            out_of_order: 0,
+            per_thread: vec![0; 100],
+        };
+        let mut next = vec![0u64; 100];
+        let mut buf = vec![0u8; 1 << 20];
+        let mut held = 0;
+        loop {
+            // SAFETY: `buf[held..]` is valid for writes of its length.
+            let n = unsafe { libc::read(fd, buf[held..].as_mut_ptr().cast(), buf.len() - held) };
+            if n < 0 {
+                let err = std::io::Error::last_os_error();
+                if err.kind() == std::io::ErrorKind::Interrupted {
+                    continue;
+                }
+                return Err(err.into());
+            }
+            if n == 0 {
+                break;
+            }
+            out.bytes += n as u64;
+            std::thread::sleep(pause);
+            let end = held + n as usize;
+            let mut at = 0;
+            while let Some(nl) = buf[at..end].iter().position(|&b| b == b'\n') {
+                let line = &buf[at..at + nl + 1];
+                out.lines += 1;
+                if let Some(len) = line_len {
+                    check_line(line, len, &mut out, &mut next);
+                }
+                at += nl + 1;
+            }
+            buf.copy_within(at..end, 0);
+            held = end - at;
+            if held == buf.len() {
+                // A "line" of 1 MiB: count it as bad and go on.
+                out.bad += 1;
+                held = 0;
+            }
+        }
+        if held > 0 {
+            out.bad += 1;
+        }
+        Ok(out)
+    })
+}
+
+fn check_line(line: &[u8], len: usize, out: &mut Drained, next: &mut [u64]) {
+    let parsed = (line.len() == len && line[0] == b'[')
+        .then(|| line.windows(3).position(|w| w == b"] t"))
+        .flatten()
+        .and_then(|at| std::str::from_utf8(line.get(at + 3..at + 15)?).ok())
+        .and_then(|ids| {
+            Some((
+                ids[..2].parse::<usize>().ok()?,
+                ids[3..].parse::<u64>().ok()?,
+            ))
+        });
+    match parsed {
+        Some((tid, seq)) if tid < next.len() => {
+            out.per_thread[tid] += 1;
+            if seq != next[tid] {
+                out.out_of_order += 1;
+            }
+            next[tid] = seq + 1;
+        }
+        _ => out.bad += 1,
+    }
+}
+
+/// `pylogsink::stats()` as `(emitted, left_out, failed_bytes)`.
+#[pyfunction]
+fn stats() -> (u64, u64, u64) {
+    let s = pylogsink::stats();
+    (s.emitted, s.left_out, s.failed_bytes)
+}
+
+/// The module: installs pyo3-log as the `log` crate's logger.
+#[pymodule]
+fn pylogsink_bench(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    pyo3_log::try_init().map_err(|e| pyo3::exceptions::PyRuntimeError::new_err(e.to_string()))?;
+    m.add_function(wrap_pyfunction!(record_bytes, m)?)?;
+    m.add_function(wrap_pyfunction!(bare_write, m)?)?;
+    m.add_function(wrap_pyfunction!(format_write, m)?)?;
+    m.add_function(wrap_pyfunction!(direct_lines, m)?)?;
+    m.add_function(wrap_pyfunction!(kept_lines, m)?)?;
+    m.add_function(wrap_pyfunction!(python_write_once, m)?)?;
+    m.add_function(wrap_pyfunction!(noop, m)?)?;
+    m.add_function(wrap_pyfunction!(noop_call, m)?)?;
+    m.add_function(wrap_pyfunction!(log_call, m)?)?;
+    m.add_function(wrap_pyfunction!(naive_lines, m)?)?;
+    m.add_function(wrap_pyfunction!(pyo3log_lines, m)?)?;
+    m.add_function(wrap_pyfunction!(threads_lines, m)?)?;
+    m.add_function(wrap_pyfunction!(drain, m)?)?;
+    m.add_function(wrap_pyfunction!(stats, m)?)?;
+    m.add_class::<Drained>()
+}
