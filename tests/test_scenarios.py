@@ -40,7 +40,7 @@ def test_pylogsink_completes(detached: bool) -> None:
 
 def test_demo_prints_the_table() -> None:
     done = subprocess.run(
-        [sys.executable, "-m", "pylogsink.demo", "--iterations", "20", "--timeout", str(HANG_TIMEOUT), "--exit-runs", "2"],
+        [sys.executable, "-m", "pylogsink.demo", "--iterations", "100", "--timeout", str(HANG_TIMEOUT), "--exit-runs", "2"],
         capture_output=True,
         text=True,
         timeout=60,

@@ -59,6 +59,12 @@ def panic_after_logging() -> None:
 def backslashreplace(data: bytes) -> str:
     """pylogsink's decoding, equal to data.decode("utf-8", "backslashreplace")."""
 
+def noop() -> None:
+    """Does nothing: the cost of a bare binding call."""
+
+def noop_in_call() -> None:
+    """Does nothing inside pylogsink::call: the cost of the wrapper."""
+
 class BackgroundLogger:
     """A native thread that logs outside any call."""
 

@@ -92,6 +92,8 @@ fn sink() -> &'static str {
 fn backend_init(held: &mut u64) -> Result<(), String> {
     *held += 1;
     rt_log!(Level::Info, "XNNPACK backend: init #{held}");
+    // Creating a workspace takes a while; the lock is held all along.
+    std::thread::sleep(Duration::from_micros(200));
     rt_log!(
         Level::Error,
         "XNNPACK backend: failed to create workspace (init #{held})"
@@ -334,6 +336,16 @@ fn backslashreplace(data: &[u8]) -> String {
     pylogsink::format::decode_backslashreplace(data)
 }
 
+/// Does nothing: the cost of a bare binding call.
+#[pyfunction]
+fn noop() {}
+
+/// Does nothing inside `pylogsink::call`: the cost of the wrapper.
+#[pyfunction]
+fn noop_in_call(py: Python<'_>) -> PyResult<()> {
+    pylogsink::call(py, || Ok(()))
+}
+
 /// A native thread that logs outside any call.
 #[pyclass(module = "pylogsink._pylogsink")]
 struct BackgroundLogger {
@@ -409,6 +421,8 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(log_until_interrupted, m)?)?;
     m.add_function(wrap_pyfunction!(panic_after_logging, m)?)?;
     m.add_function(wrap_pyfunction!(backslashreplace, m)?)?;
+    m.add_function(wrap_pyfunction!(noop, m)?)?;
+    m.add_function(wrap_pyfunction!(noop_in_call, m)?)?;
     m.add_function(wrap_pyfunction!(set_stall_wait, m)?)?;
     m.add_class::<BackgroundLogger>()?;
     Ok(())

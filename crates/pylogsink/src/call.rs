@@ -7,10 +7,10 @@
 
 use crate::format::decode_backslashreplace;
 use crate::kept::Taken;
-use crate::route::{daemon_avoids_python, entry_sink, return_plan, ReturnPlan, Sink};
+use crate::route::{daemon_avoids_python, return_plan, ReturnPlan, Sink};
 use crate::sink::{
     count_noted, exit_wait, queue_pending, stall_wait, write_everything, write_fd2, write_queue,
-    THREAD,
+    ThreadState, THREAD,
 };
 use pyo3::exceptions::PyException;
 use pyo3::prelude::*;
@@ -34,60 +34,35 @@ use std::time::Duration;
 /// own error, if any, as its `__context__`.
 pub fn call<T>(py: Python<'_>, f: impl FnOnce() -> PyResult<T>) -> PyResult<T> {
     register_exit_flush(py);
-    let outermost = THREAD.with(|t| {
-        let depth = t.depth.get();
-        t.depth.set(depth + 1);
-        if depth == 0 {
-            t.sink
-                .set(Some(entry_sink(stderr_is_own(py), t.writing_kept.get())));
-            t.errors.borrow_mut().clear();
-        }
-        depth == 0
-    });
-    let leave = Leave {
-        outermost,
-        done: false,
+    let mut f = Some(f);
+    let run = |t: &ThreadState| {
+        let outermost = t.enter(|| stderr_is_own(py));
+        let result = std::panic::catch_unwind(AssertUnwindSafe(f.take().expect("runs once")));
+        let left = t.leave().filter(|_| outermost);
+        (left, result)
     };
-    match std::panic::catch_unwind(AssertUnwindSafe(f)) {
-        Ok(result) => leave.finish(py, result),
-        Err(panic) => {
-            // The lines kept so far are written as at any return; then the
-            // panic goes on, to become PyO3's PanicException.
-            let _ = leave.finish(py, Ok(()));
-            std::panic::resume_unwind(panic)
-        }
-    }
-}
-
-/// Leaves the call: [`Leave::finish`] normally, `Drop` only if pylogsink's
-/// own code panicked on the way.
-struct Leave {
-    outermost: bool,
-    done: bool,
-}
-
-impl Leave {
-    fn finish<T>(mut self, py: Python<'_>, result: PyResult<T>) -> PyResult<T> {
-        self.done = true;
-        let Some(sink) = leave().filter(|_| self.outermost) else {
-            return result;
-        };
-        match write_at_return(py, sink) {
-            None => result,
-            Some(interrupt) => {
-                if let Err(own) = result {
-                    interrupt.set_context(py, Some(own));
-                }
-                Err(interrupt)
+    let (left, result) = match THREAD.try_with(run) {
+        Ok(done) => done,
+        // The thread is being torn down: there is no call state to keep.
+        Err(_) => return f.take().expect("not run yet")(),
+    };
+    let interrupt = match left {
+        Some((sink, kept_any)) if kept_any || queue_pending() => write_at_return(py, sink),
+        _ => None,
+    };
+    let result = match result {
+        Ok(result) => result,
+        // The lines kept so far were written, as at any return; the panic
+        // goes on, to become PyO3's PanicException.
+        Err(panic) => std::panic::resume_unwind(panic),
+    };
+    match interrupt {
+        None => result,
+        Some(interrupt) => {
+            if let Err(own) = result {
+                interrupt.set_context(py, Some(own));
             }
-        }
-    }
-}
-
-impl Drop for Leave {
-    fn drop(&mut self) {
-        if !self.done {
-            leave();
+            Err(interrupt)
         }
     }
 }
@@ -95,6 +70,7 @@ impl Drop for Leave {
 /// Registers, once per process, a Python `atexit` function that writes
 /// every line still kept or queued to fd 2 while the interpreter is whole,
 /// with the GIL released while it waits for room.
+#[inline]
 fn register_exit_flush(py: Python<'_>) {
     static REGISTERED: Once = Once::new();
     REGISTERED.call_once(|| {
@@ -109,26 +85,10 @@ fn register_exit_flush(py: Python<'_>) {
     });
 }
 
-/// Steps out of one call level; the sink if this left the outermost call.
-fn leave() -> Option<Sink> {
-    THREAD
-        .try_with(|t| {
-            let depth = t.depth.get().saturating_sub(1);
-            t.depth.set(depth);
-            (depth == 0).then(|| t.sink.take().unwrap_or(Sink::Own))
-        })
-        .ok()
-        .flatten()
-}
-
 /// Writes what the call kept, and what waits in the process-wide queue.
 /// Returns an exception raised by a signal handler during the write.
 fn write_at_return(py: Python<'_>, sink: Sink) -> Option<PyErr> {
-    let nothing_kept = THREAD.with(|t| t.kept().is_empty());
-    if nothing_kept && write_queue(Duration::ZERO) {
-        return None;
-    }
-    let taken = THREAD.with(|t| t.kept().take());
+    let taken = THREAD.with(|t| t.take_kept());
     let avoid_python = avoid_python(py);
     match return_plan(sink, avoid_python) {
         ReturnPlan::ThroughPython => {
@@ -188,7 +148,7 @@ enum Written {
 
 /// Writes through `sys.stderr.write`, then `flush`, marking the thread as
 /// writing so that a writer that calls back into the extension cannot
-/// recurse (see [`entry_sink`]).
+/// recurse (see [`crate::route::entry_sink`]).
 fn write_through_python(py: Python<'_>, text: &[u8]) -> Written {
     if text.is_empty() {
         return Written::All;
@@ -242,17 +202,39 @@ fn raised_in_signal_handler(py: Python<'_>, err: &PyErr) -> PyResult<bool> {
     Ok(false)
 }
 
-/// `sys.stderr is sys.__stderr__`, by two borrowed lookups that run no
-/// Python code.
+/// `sys.__dict__` and the interned names looked up in it, as addresses.
+/// The sys module, its dict and interned strings live as long as the
+/// interpreter; PyO3 extensions run in one interpreter, started once.
+struct SysNames {
+    dict: usize,
+    stderr: usize,
+    own_stderr: usize,
+}
+
+/// `sys.stderr is sys.__stderr__`, by two borrowed dict lookups of
+/// interned names: a few nanoseconds, and no Python code runs.
 fn stderr_is_own(_py: Python<'_>) -> bool {
-    // SAFETY: the `Python` token proves this thread is attached to the
-    // interpreter, which `PySys_GetObject` requires. It returns borrowed
-    // references (or NULL) that are only compared, never dereferenced.
-    unsafe {
-        let stderr = pyo3::ffi::PySys_GetObject(c"stderr".as_ptr());
-        let own = pyo3::ffi::PySys_GetObject(c"__stderr__".as_ptr());
-        stderr == own
-    }
+    static NAMES: OnceLock<SysNames> = OnceLock::new();
+    // SAFETY: the `Python` token proves this thread holds the GIL, which
+    // all these functions require. `PyImport_AddModule` and
+    // `PyModule_GetDict` return borrowed references to objects that live
+    // as long as the interpreter; the interned strings are new references
+    // kept for good.
+    let names = NAMES.get_or_init(|| unsafe {
+        use pyo3::ffi::*;
+        SysNames {
+            dict: PyModule_GetDict(PyImport_AddModule(c"sys".as_ptr())) as usize,
+            stderr: PyUnicode_InternFromString(c"stderr".as_ptr()) as usize,
+            own_stderr: PyUnicode_InternFromString(c"__stderr__".as_ptr()) as usize,
+        }
+    });
+    let lookup = |key: usize| {
+        // SAFETY: the GIL is held (see above) and both pointers are live;
+        // `PyDict_GetItem` returns a borrowed reference or NULL, which is
+        // only compared, never dereferenced.
+        unsafe { pyo3::ffi::PyDict_GetItem(names.dict as *mut _, key as *mut _) }
+    };
+    lookup(names.stderr) == lookup(names.own_stderr)
 }
 
 /// Whether this thread must not write through Python or re-take the GIL

@@ -11,7 +11,7 @@ use crate::fd::{self, STDERR};
 use crate::format::format_record;
 use crate::kept::{Kept, Taken, CAP};
 use crate::level::Level;
-use crate::route::{on_no_room, route, NoRoom, Route, Sink};
+use crate::route::{entry_sink, on_no_room, route, NoRoom, Route, Sink};
 use std::cell::{Cell, RefCell};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, Once, Weak};
@@ -78,6 +78,8 @@ pub(crate) struct ThreadState {
     pub depth: Cell<u32>,
     /// Where the current call's lines go (meaningless when `depth` is 0).
     pub sink: Cell<Option<Sink>>,
+    /// Whether `kept` may hold lines; spares the lock when it does not.
+    kept_any: Cell<bool>,
     /// True while this thread writes kept lines through `sys.stderr.write`.
     pub writing_kept: Cell<bool>,
     /// Whether this thread must avoid Python at a call's return, once known.
@@ -97,6 +99,7 @@ impl ThreadState {
             depth: Cell::new(0),
             sink: Cell::new(None),
             writing_kept: Cell::new(false),
+            kept_any: Cell::new(false),
             avoid_python: Cell::new(None),
             kept,
             errors: RefCell::new(Errors::default()),
@@ -111,10 +114,46 @@ impl ThreadState {
         }
     }
 
+    /// Steps into a call; true if it is the outermost one.
+    /// `stderr_is_own` is looked up only for the outermost call.
+    #[inline]
+    pub fn enter(&self, stderr_is_own: impl FnOnce() -> bool) -> bool {
+        let depth = self.depth.get();
+        self.depth.set(depth + 1);
+        if depth == 0 {
+            self.sink
+                .set(Some(entry_sink(stderr_is_own(), self.writing_kept.get())));
+            if let Ok(mut errors) = self.errors.try_borrow_mut() {
+                errors.clear();
+            }
+        }
+        depth == 0
+    }
+
+    /// Steps out of a call. If that left the outermost call: its sink, and
+    /// whether it may keep lines.
+    #[inline]
+    pub fn leave(&self) -> Option<(Sink, bool)> {
+        let depth = self.depth.get().saturating_sub(1);
+        self.depth.set(depth);
+        (depth == 0).then(|| (self.sink.take().unwrap_or(Sink::Own), self.kept_any.get()))
+    }
+
+    /// Takes the kept lines out.
+    pub fn take_kept(&self) -> Taken {
+        self.kept_any.set(false);
+        self.kept().take()
+    }
+
     /// The kept lines. The lock is only ever held for a push or a take,
     /// never across a write or a Python call.
-    pub fn kept(&self) -> MutexGuard<'_, Kept> {
+    fn kept(&self) -> MutexGuard<'_, Kept> {
         self.kept.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn keep(&self, record: &[u8], is_rest: bool) {
+        self.kept_any.set(true);
+        push_rest(&mut self.kept(), record, is_rest);
     }
 
     fn emit(&self, level: Level, message: &[u8], record: &[u8]) {
@@ -125,24 +164,24 @@ impl ThreadState {
             }
         }
         match route(level, sink, QUEUE_PENDING.load(Ordering::Relaxed)) {
-            Route::Keep => self.kept().push(record),
+            Route::Keep => self.keep(record, false),
             Route::Direct { wait } => {
                 let wait = if wait { stall_wait() } else { Duration::ZERO };
                 if sink == Sink::Stalled {
                     if !self.write_kept(Duration::ZERO) {
-                        return self.kept().push(record);
+                        return self.keep(record, false);
                     }
                     self.sink.set(Some(Sink::Own));
                 }
                 write_direct(sink, record, wait, |rest, is_rest| {
                     self.sink.set(Some(Sink::Stalled));
-                    push_rest(&mut self.kept(), rest, is_rest);
+                    self.keep(rest, is_rest);
                 });
             }
             Route::Fatal => {
                 self.write_kept(stall_wait());
                 write_direct(sink, record, stall_wait(), |rest, is_rest| {
-                    push_rest(&mut self.kept(), rest, is_rest)
+                    self.keep(rest, is_rest)
                 });
             }
         }
@@ -151,7 +190,11 @@ impl ThreadState {
     /// Writes the kept lines to fd 2, waiting at most `wait`; puts back what
     /// finds no room. True if nothing is left.
     pub fn write_kept(&self, wait: Duration) -> bool {
-        write_buffer(&self.kept, wait)
+        let all = write_buffer(&self.kept, wait);
+        if all {
+            self.kept_any.set(false);
+        }
+        all
     }
 }
 
@@ -177,7 +220,7 @@ impl Drop for ThreadState {
     /// A thread that ends inside a call (killed by `pthread_exit`, say)
     /// leaves its kept lines to fd 2, or to the queue that exit writes.
     fn drop(&mut self) {
-        let taken = self.kept().take();
+        let taken = self.take_kept();
         write_fd2(taken, Duration::ZERO);
     }
 }
@@ -300,6 +343,7 @@ fn queue_push(text: &[u8], is_rest: bool) {
 }
 
 /// Whether lines wait in the process-wide queue.
+#[inline]
 pub(crate) fn queue_pending() -> bool {
     QUEUE_PENDING.load(Ordering::Acquire)
 }
@@ -307,7 +351,7 @@ pub(crate) fn queue_pending() -> bool {
 /// Writes the process-wide queue to fd 2, waiting at most `wait`. True if
 /// the queue is empty afterwards. Costs one atomic load when it is empty.
 pub fn write_queue(wait: Duration) -> bool {
-    if !QUEUE_PENDING.swap(false, Ordering::AcqRel) {
+    if !queue_pending() || !QUEUE_PENDING.swap(false, Ordering::AcqRel) {
         return true;
     }
     if write_buffer(&QUEUE, wait) {
