@@ -2,7 +2,7 @@
 //!
 //! Everything that decides lives here and nothing here touches Python, a
 //! file descriptor or a clock, so the whole table is unit-tested below. The
-//! callers in [`crate::sink`] and [`crate::call`] do the system calls and
+//! callers (the log function and `call`) do the system calls and
 //! the Python calls that these decisions ask for.
 
 use crate::level::Level;
