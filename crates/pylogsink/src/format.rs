@@ -18,6 +18,7 @@
 //!   logged data can forge the start of another record.
 
 use crate::level::Level;
+use std::cell::Cell;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 /// What an embedded newline becomes: the record goes on, indented.
@@ -32,6 +33,7 @@ pub fn format_record(
     line: u32,
     message: &[u8],
 ) {
+    out.reserve(message.len() + 64);
     out.push(b'[');
     push_timestamp(out, now);
     out.push(b' ');
@@ -55,10 +57,7 @@ fn base_name(file: &str) -> &str {
 /// escaped as `\xNN`, and newlines turned into [`CONTINUATION`].
 pub fn escape_into(out: &mut Vec<u8>, bytes: &[u8]) {
     // Fast path: printable ASCII (and tab) needs no work at all.
-    if bytes
-        .iter()
-        .all(|&b| (0x20..0x7f).contains(&b) || b == b'\t')
-    {
+    if is_plain(bytes) {
         out.extend_from_slice(bytes);
         return;
     }
@@ -80,10 +79,23 @@ pub fn escape_into(out: &mut Vec<u8>, bytes: &[u8]) {
     }
 }
 
+/// Whether every byte is printable ASCII or tab. Checks 16 bytes at a time
+/// without stopping early inside a block, which the compiler vectorizes.
+fn is_plain(bytes: &[u8]) -> bool {
+    bytes.chunks(16).all(|block| {
+        block.iter().fold(true, |plain, &b| {
+            plain & ((b.wrapping_sub(0x20) < 0x5f) | (b == b'\t'))
+        })
+    })
+}
+
 /// Decodes `bytes` as UTF-8 the way CPython's
 /// `bytes.decode("utf-8", "backslashreplace")` does: every byte that is not
 /// part of a valid sequence becomes `\xNN`. Nothing else changes.
 pub fn decode_backslashreplace(bytes: &[u8]) -> String {
+    if let Ok(text) = std::str::from_utf8(bytes) {
+        return text.to_owned();
+    }
     let mut out = String::with_capacity(bytes.len());
     for chunk in bytes.utf8_chunks() {
         out.push_str(chunk.valid());
@@ -121,26 +133,56 @@ fn push_decimal(out: &mut Vec<u8>, mut n: u64, width: usize) {
     out.extend_from_slice(&digits[i..]);
 }
 
-/// Appends `2026-12-02T09:19:22.123456Z` (UTC, microseconds).
+/// Appends `2026-12-02T09:19:22.123456Z` (UTC, microseconds). The part
+/// up to the second is computed once per second per thread.
 fn push_timestamp(out: &mut Vec<u8>, now: SystemTime) {
+    thread_local! {
+        static SECOND: Cell<(u64, [u8; 20])> = const { Cell::new((u64::MAX, [0; 20])) };
+    }
     let since = now.duration_since(UNIX_EPOCH).unwrap_or_default();
     let secs = since.as_secs();
+    let prefix = SECOND
+        .try_with(|cached| {
+            let (at, prefix) = cached.get();
+            if at == secs {
+                return prefix;
+            }
+            let prefix = second_prefix(secs);
+            cached.set((secs, prefix));
+            prefix
+        })
+        .unwrap_or_else(|_| second_prefix(secs));
+    out.extend_from_slice(&prefix);
+    let mut micros = [0u8; 7];
+    let mut n = since.subsec_micros();
+    for digit in micros[..6].iter_mut().rev() {
+        *digit = b'0' + (n % 10) as u8;
+        n /= 10;
+    }
+    micros[6] = b'Z';
+    out.extend_from_slice(&micros);
+}
+
+/// `2026-12-02T09:19:22.` for `secs` seconds since the Unix epoch.
+fn second_prefix(secs: u64) -> [u8; 20] {
     let (year, month, day) = civil_from_days((secs / 86_400) as i64);
     let of_day = secs % 86_400;
-    push_decimal(out, year as u64, 4);
-    out.push(b'-');
-    push_decimal(out, u64::from(month), 2);
-    out.push(b'-');
-    push_decimal(out, u64::from(day), 2);
-    out.push(b'T');
-    push_decimal(out, of_day / 3600, 2);
-    out.push(b':');
-    push_decimal(out, of_day / 60 % 60, 2);
-    out.push(b':');
-    push_decimal(out, of_day % 60, 2);
-    out.push(b'.');
-    push_decimal(out, u64::from(since.subsec_micros()), 6);
-    out.push(b'Z');
+    let mut text = Vec::with_capacity(20);
+    push_decimal(&mut text, year.clamp(0, 9999) as u64, 4);
+    text.push(b'-');
+    push_decimal(&mut text, u64::from(month), 2);
+    text.push(b'-');
+    push_decimal(&mut text, u64::from(day), 2);
+    text.push(b'T');
+    push_decimal(&mut text, of_day / 3600, 2);
+    text.push(b':');
+    push_decimal(&mut text, of_day / 60 % 60, 2);
+    text.push(b':');
+    push_decimal(&mut text, of_day % 60, 2);
+    text.push(b'.');
+    let mut prefix = [0u8; 20];
+    prefix.copy_from_slice(&text);
+    prefix
 }
 
 /// Days since 1970-01-01 to a proleptic Gregorian (year, month, day);
@@ -185,6 +227,30 @@ mod tests {
             String::from_utf8(out).unwrap(),
             "[2026-12-01T09:39:22.123456Z ERROR backend.rs:42] init failed\n"
         );
+    }
+
+    #[test]
+    fn the_cached_second_follows_the_clock() {
+        let mut a = Vec::new();
+        let t = UNIX_EPOCH + Duration::new(1_796_117_962, 5_000);
+        push_timestamp(&mut a, t);
+        push_timestamp(&mut a, t + Duration::from_secs(1));
+        push_timestamp(&mut a, t + Duration::from_secs(86_400));
+        assert_eq!(
+            String::from_utf8(a).unwrap(),
+            "2026-12-01T09:39:22.000005Z2026-12-01T09:39:23.000005Z2026-12-02T09:39:22.000005Z"
+        );
+    }
+
+    #[test]
+    fn plain_means_printable_ascii_or_tab() {
+        let plain: Vec<u8> = (0x20..0x7f).chain([b'\t']).cycle().take(1000).collect();
+        assert!(is_plain(&plain));
+        for bad in [0x00u8, 0x0a, 0x1b, 0x7f, 0x80, 0xff] {
+            let mut text = plain.clone();
+            text[777] = bad;
+            assert!(!is_plain(&text), "{bad:#x}");
+        }
     }
 
     #[test]

@@ -185,8 +185,20 @@ impl Kept {
             cut_lines: self.cut_lines,
             cut_bytes: self.cut_bytes,
         };
-        *self = Kept::with_cap(self.cap);
+        self.clear();
         taken
+    }
+
+    /// Empties the buffer, keeping its allocation for the next lines.
+    fn clear(&mut self) {
+        self.data.clear();
+        self.head = 0;
+        self.lines.clear();
+        self.newline_first = false;
+        self.left_out_lines = 0;
+        self.left_out_bytes = 0;
+        self.cut_lines = 0;
+        self.cut_bytes = 0;
     }
 
     /// The note that stands for the lines left out, or "" if none were.

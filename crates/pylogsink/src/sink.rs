@@ -58,15 +58,35 @@ pub fn stats() -> Stats {
 /// through. It never calls into Python and never blocks longer than the
 /// stall wait, so it is safe under any lock, with or without the GIL.
 pub fn emit(level: Level, file: &str, line: u32, message: &[u8]) {
-    let mut record = Vec::with_capacity(message.len() + 64);
-    format_record(&mut record, SystemTime::now(), level, file, line, message);
     EMITTED.fetch_add(1, Ordering::Relaxed);
-    let routed = THREAD.try_with(|t| t.emit(level, message, &record));
+    let now = SystemTime::now();
+    let format = |record: &mut Vec<u8>| format_record(record, now, level, file, line, message);
+    let routed = THREAD.try_with(|t| match t.scratch.try_borrow_mut() {
+        Ok(mut record) => {
+            record.clear();
+            format(&mut record);
+            t.emit(level, message, &record);
+            if record.capacity() > SCRATCH_MAX {
+                *record = Vec::new();
+            }
+        }
+        // Logging from a signal handler while this thread formats a line.
+        Err(_) => {
+            let mut record = Vec::new();
+            format(&mut record);
+            t.emit(level, message, &record);
+        }
+    });
     if routed.is_err() {
         // The thread is being torn down: it is outside any call.
+        let mut record = Vec::new();
+        format(&mut record);
         write_direct(Sink::Outside, &record, stall_wait(), |_, _| {});
     }
 }
+
+/// The largest record buffer a thread keeps between lines.
+const SCRATCH_MAX: usize = 64 * 1024;
 
 thread_local! {
     pub(crate) static THREAD: ThreadState = ThreadState::new();
@@ -89,6 +109,8 @@ pub(crate) struct ThreadState {
     kept: Arc<Mutex<Kept>>,
     /// The current call's Error-level messages.
     pub errors: RefCell<Errors>,
+    /// Where the log function formats each record.
+    scratch: RefCell<Vec<u8>>,
 }
 
 impl ThreadState {
@@ -103,6 +125,7 @@ impl ThreadState {
             avoid_python: Cell::new(None),
             kept,
             errors: RefCell::new(Errors::default()),
+            scratch: RefCell::new(Vec::new()),
         }
     }
 
