@@ -50,7 +50,10 @@ pub fn format_record(
 /// The last path component: records name the file, not the build machine's
 /// directory layout.
 fn base_name(file: &str) -> &str {
-    file.rsplit(['/', '\\']).next().unwrap_or(file)
+    match file.bytes().rposition(|b| b == b'/' || b == b'\\') {
+        Some(slash) => &file[slash + 1..],
+        None => file,
+    }
 }
 
 /// Appends `bytes` to `out` with invalid UTF-8 and control characters

@@ -12,13 +12,15 @@ use crate::format::format_record;
 use crate::kept::{Kept, Taken, CAP};
 use crate::level::Level;
 use crate::route::{entry_sink, on_no_room, route, NoRoom, Route, Sink};
-use std::cell::{Cell, RefCell};
+use std::cell::{BorrowMutError, Cell, RefCell, RefMut};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, Once, Weak};
 use std::time::{Duration, SystemTime};
 
 static STALL_WAIT_MICROS: AtomicU64 = AtomicU64::new(100_000);
-static EMITTED: AtomicU64 = AtomicU64::new(0);
+/// Records emitted by threads that have ended, or that emitted while
+/// their thread-local state was gone.
+static EMITTED_ELSEWHERE: AtomicU64 = AtomicU64::new(0);
 static LEFT_OUT: AtomicU64 = AtomicU64::new(0);
 
 /// How long a line waits for room on fd 2 before it is kept or queued.
@@ -46,7 +48,7 @@ pub struct Stats {
 /// The counts since the process started.
 pub fn stats() -> Stats {
     Stats {
-        emitted: EMITTED.load(Ordering::Relaxed),
+        emitted: emitted(),
         left_out: LEFT_OUT.load(Ordering::Relaxed),
         failed_bytes: fd::failed_bytes(),
     }
@@ -58,10 +60,9 @@ pub fn stats() -> Stats {
 /// through. It never calls into Python and never blocks longer than the
 /// stall wait, so it is safe under any lock, with or without the GIL.
 pub fn emit(level: Level, file: &str, line: u32, message: &[u8]) {
-    EMITTED.fetch_add(1, Ordering::Relaxed);
     let now = SystemTime::now();
     let format = |record: &mut Vec<u8>| format_record(record, now, level, file, line, message);
-    let routed = THREAD.try_with(|t| match t.scratch.try_borrow_mut() {
+    let routed = THREAD.try_with(|t| match t.count_and_borrow_scratch() {
         Ok(mut record) => {
             record.clear();
             format(&mut record);
@@ -79,6 +80,7 @@ pub fn emit(level: Level, file: &str, line: u32, message: &[u8]) {
     });
     if routed.is_err() {
         // The thread is being torn down: it is outside any call.
+        EMITTED_ELSEWHERE.fetch_add(1, Ordering::Relaxed);
         let mut record = Vec::new();
         format(&mut record);
         write_direct(Sink::Outside, &record, stall_wait(), |_, _| {});
@@ -104,9 +106,10 @@ pub(crate) struct ThreadState {
     pub writing_kept: Cell<bool>,
     /// Whether this thread must avoid Python at a call's return, once known.
     pub avoid_python: Cell<Option<bool>>,
-    /// The current call's kept lines. Shared with the exit hook, which
-    /// writes them if the thread is still in a call when the process ends.
-    kept: Arc<Mutex<Kept>>,
+    /// What other threads may read: the kept lines (the exit flush writes
+    /// them if this thread is still in a call when the process ends) and
+    /// the count of records emitted (for `stats`).
+    shared: Arc<Shared>,
     /// The current call's Error-level messages.
     pub errors: RefCell<Errors>,
     /// Where the log function formats each record.
@@ -115,15 +118,18 @@ pub(crate) struct ThreadState {
 
 impl ThreadState {
     fn new() -> ThreadState {
-        let kept = Arc::new(Mutex::new(Kept::default()));
-        register(&kept);
+        let shared = Arc::new(Shared {
+            kept: Mutex::new(Kept::default()),
+            emitted: AtomicU64::new(0),
+        });
+        register(&shared);
         ThreadState {
             depth: Cell::new(0),
             sink: Cell::new(None),
             writing_kept: Cell::new(false),
             kept_any: Cell::new(false),
             avoid_python: Cell::new(None),
-            kept,
+            shared,
             errors: RefCell::new(Errors::default()),
             scratch: RefCell::new(Vec::new()),
         }
@@ -171,12 +177,27 @@ impl ThreadState {
     /// The kept lines. The lock is only ever held for a push or a take,
     /// never across a write or a Python call.
     fn kept(&self) -> MutexGuard<'_, Kept> {
-        self.kept.lock().unwrap_or_else(|e| e.into_inner())
+        self.shared.kept.lock().unwrap_or_else(|e| e.into_inner())
     }
 
+    /// Counts one record emitted and lends the record buffer. Only this
+    /// thread writes its count, so a load and a store will do.
+    fn count_and_borrow_scratch(&self) -> Result<RefMut<'_, Vec<u8>>, BorrowMutError> {
+        let emitted = &self.shared.emitted;
+        emitted.store(emitted.load(Ordering::Relaxed) + 1, Ordering::Relaxed);
+        self.scratch.try_borrow_mut()
+    }
+
+    /// Keeps one record (`is_rest`: the rest of one whose start went out).
     fn keep(&self, record: &[u8], is_rest: bool) {
         self.kept_any.set(true);
-        push_rest(&mut self.kept(), record, is_rest);
+        let mut kept = self.kept();
+        if is_rest {
+            kept.push_rest(record);
+        } else {
+            // One record, even if a logged newline continues it.
+            kept.push(record);
+        }
     }
 
     fn emit(&self, level: Level, message: &[u8], record: &[u8]) {
@@ -213,7 +234,7 @@ impl ThreadState {
     /// Writes the kept lines to fd 2, waiting at most `wait`; puts back what
     /// finds no room. True if nothing is left.
     pub fn write_kept(&self, wait: Duration) -> bool {
-        let all = write_buffer(&self.kept, wait);
+        let all = write_buffer(&self.shared.kept, wait);
         if all {
             self.kept_any.set(false);
         }
@@ -243,15 +264,34 @@ impl Drop for ThreadState {
     /// A thread that ends inside a call (killed by `pthread_exit`, say)
     /// leaves its kept lines to fd 2, or to the queue that exit writes.
     fn drop(&mut self) {
+        let emitted = self.shared.emitted.swap(0, Ordering::Relaxed);
+        EMITTED_ELSEWHERE.fetch_add(emitted, Ordering::Relaxed);
         let taken = self.take_kept();
         write_fd2(taken, Duration::ZERO);
     }
 }
 
-/// Every thread's kept lines, for the exit hook.
-static REGISTRY: Mutex<Vec<Weak<Mutex<Kept>>>> = Mutex::new(Vec::new());
+/// The part of a thread's state that other threads read.
+struct Shared {
+    kept: Mutex<Kept>,
+    emitted: AtomicU64,
+}
 
-fn register(kept: &Arc<Mutex<Kept>>) {
+/// Every live thread's shared state, for the exit flush and `stats`.
+static REGISTRY: Mutex<Vec<Weak<Shared>>> = Mutex::new(Vec::new());
+
+/// Records emitted since the process started.
+fn emitted() -> u64 {
+    let registry = REGISTRY.lock().unwrap_or_else(|e| e.into_inner());
+    let live: u64 = registry
+        .iter()
+        .filter_map(Weak::upgrade)
+        .map(|shared| shared.emitted.load(Ordering::Relaxed))
+        .sum();
+    live + EMITTED_ELSEWHERE.load(Ordering::Relaxed)
+}
+
+fn register(shared: &Arc<Shared>) {
     static EXIT_HOOK: Once = Once::new();
     EXIT_HOOK.call_once(|| {
         // SAFETY: `write_all_at_exit` is an `extern "C" fn()` that never
@@ -260,7 +300,7 @@ fn register(kept: &Arc<Mutex<Kept>>) {
     });
     let mut registry = REGISTRY.lock().unwrap_or_else(|e| e.into_inner());
     registry.retain(|w| w.strong_count() > 0);
-    registry.push(Arc::downgrade(kept));
+    registry.push(Arc::downgrade(shared));
 }
 
 /// How long the exit flush waits for room on fd 2: ten stall waits, at
@@ -279,10 +319,10 @@ pub(crate) fn write_everything(wait: Duration) {
         Ok(r) => r.iter().filter_map(Weak::upgrade).collect::<Vec<_>>(),
         Err(_) => Vec::new(),
     };
-    for kept in registry {
+    for shared in registry {
         // A thread frozen inside `push` holds its lock: skip it rather
         // than hang the exit.
-        if let Ok(mut kept) = kept.try_lock() {
+        if let Ok(mut kept) = shared.kept.try_lock() {
             let taken = kept.take();
             drop(kept);
             if !taken.text.is_empty() {
