@@ -1,6 +1,6 @@
 .DEFAULT_GOAL := help
 
-.PHONY: help demo test lint fuzz
+.PHONY: help demo test lint fuzz bench
 
 help: ## Show the targets
 	@grep -E '^[a-z]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-6s %s\n", $$1, $$2}'
@@ -17,3 +17,7 @@ lint: ## cargo fmt --check and clippy
 
 fuzz: ## Long escaping checks: 100M inputs against CPython, then cargo fuzz (nightly)
 	scripts/fuzz.sh
+
+bench: ## Build and run the benchmark (SPEC figures side by side); QUICK=1 for a smoke run
+	bench/build.sh
+	.venv/bin/python bench/run.py $(if $(QUICK),--quick)
