@@ -23,7 +23,7 @@
 
 use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
-use std::sync::atomic::{AtomicI32, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU64, Ordering};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
@@ -113,8 +113,12 @@ fn classify(err: io::Error, fd: RawFd) -> Blocked {
 }
 
 fn try_write(fd: RawFd, piece: &[u8]) -> Result<usize, Blocked> {
-    if PLAIN_FILE.holds(fd) {
-        return write_plain(fd, piece).map_err(|e| classify(e, fd));
+    let plain = || write_plain(fd, piece).map_err(|e| classify(e, fd));
+    if KIND.seekable_first(fd) {
+        if is_seekable(fd) {
+            return plain();
+        }
+        KIND.remember(fd, false);
     }
     match write_nowait(fd, piece) {
         Ok(n) => return Ok(n),
@@ -128,88 +132,57 @@ fn try_write(fd: RawFd, piece: &[u8]) -> Result<usize, Blocked> {
         }
         Err(_) => {}
     }
-    let st = fstat(fd).map_err(|e| classify(e, fd))?;
-    let kind = st.st_mode & libc::S_IFMT;
-    if kind == libc::S_IFREG || kind == libc::S_IFBLK {
-        PLAIN_FILE.remember(fd, st.st_dev, st.st_ino);
-        return write_plain(fd, piece).map_err(|e| classify(e, fd));
+    if is_seekable(fd) {
+        KIND.remember(fd, true);
+        return plain();
     }
+    let st = fstat(fd).map_err(|e| classify(e, fd))?;
     write_through_twin(fd, &st, piece)
 }
 
-/// The regular file (or block device) that a descriptor was last found to
-/// be, when its file system refused `RWF_NOWAIT`. Such a file never needs
-/// room, so while the descriptor still names it a plain `write(2)` will do,
-/// after one `statx` asking for the type and inode only: cheaper than
-/// `fstat`, and on Linux it does not make the next write update the
-/// file's times.
-struct PlainFile {
-    fd: AtomicI32,
-    dev: AtomicU64,
-    ino: AtomicU64,
+/// Whether `fd` is seekable: a regular file, a block device, /dev/null.
+/// Such files never wait for a reader, so a plain `write(2)` will do.
+/// Pipes, FIFOs, sockets and terminals are not seekable. `lseek` is about
+/// the cheapest system call there is, and unlike `fstat` it does not make
+/// the next write to the file update its times.
+fn is_seekable(fd: RawFd) -> bool {
+    // SAFETY: lseek only reads the descriptor's offset; an invalid `fd`
+    // makes it fail with EBADF.
+    unsafe { libc::lseek(fd, 0, libc::SEEK_CUR) >= 0 }
 }
 
-static PLAIN_FILE: PlainFile = PlainFile {
+/// What the descriptor written last was found to be, so that the next
+/// write tries the right system call first: `lseek` then `write(2)` for a
+/// seekable file (two cheap calls, where `pwritev2(RWF_NOWAIT)` is slower
+/// on /dev/null and refused by ext4), `pwritev2(RWF_NOWAIT)` alone for a
+/// pipe or a socket. A wrong guess only costs the other path, since each
+/// path checks before it writes.
+struct Kind {
+    fd: AtomicI32,
+    seekable: AtomicBool,
+}
+
+static KIND: Kind = Kind {
     fd: AtomicI32::new(-1),
-    dev: AtomicU64::new(0),
-    ino: AtomicU64::new(0),
+    seekable: AtomicBool::new(false),
 };
 
-impl PlainFile {
-    fn remember(&self, fd: RawFd, dev: u64, ino: u64) {
-        self.fd.store(-1, Ordering::Relaxed);
-        self.dev.store(dev, Ordering::Relaxed);
-        self.ino.store(ino, Ordering::Relaxed);
+impl Kind {
+    /// Whether to try `lseek` and `write(2)` first; a descriptor not seen
+    /// before is classified now.
+    fn seekable_first(&self, fd: RawFd) -> bool {
+        if self.fd.load(Ordering::Acquire) == fd {
+            return self.seekable.load(Ordering::Relaxed);
+        }
+        let seekable = is_seekable(fd);
+        self.remember(fd, seekable);
+        seekable
+    }
+
+    fn remember(&self, fd: RawFd, seekable: bool) {
+        self.seekable.store(seekable, Ordering::Relaxed);
         self.fd.store(fd, Ordering::Release);
     }
-
-    /// Whether `fd` still names the remembered file. Another thread may
-    /// remember a new file meanwhile; the worst that does is a wrong "no",
-    /// which only costs the slower path.
-    fn holds(&self, fd: RawFd) -> bool {
-        if self.fd.load(Ordering::Acquire) != fd {
-            return false;
-        }
-        let (dev, ino) = (
-            self.dev.load(Ordering::Relaxed),
-            self.ino.load(Ordering::Relaxed),
-        );
-        let same = statx_identity(fd).is_some_and(|(mode, d, i)| {
-            let kind = mode & libc::S_IFMT;
-            (kind == libc::S_IFREG || kind == libc::S_IFBLK) && d == dev && i == ino
-        });
-        if !same {
-            self.fd.store(-1, Ordering::Relaxed);
-        }
-        same
-    }
-}
-
-/// (mode, device, inode) of the file behind `fd`, by `statx` asking for
-/// the type and inode only. The device is encoded as `fstat` encodes it.
-fn statx_identity(fd: RawFd) -> Option<(u32, u64, u64)> {
-    let mut stx = std::mem::MaybeUninit::<libc::statx>::zeroed();
-    let mask = libc::STATX_TYPE | libc::STATX_INO;
-    // SAFETY: the path is an empty NUL-terminated string, which with
-    // AT_EMPTY_PATH names `fd` itself; `stx` is valid for writes of one
-    // `statx`, and zeroed so that every field is initialized whatever the
-    // kernel fills in.
-    let rc = unsafe {
-        libc::statx(
-            fd,
-            c"".as_ptr(),
-            libc::AT_EMPTY_PATH,
-            mask,
-            stx.as_mut_ptr(),
-        )
-    };
-    if rc != 0 {
-        return None;
-    }
-    // SAFETY: zeroed, then filled by the kernel.
-    let stx = unsafe { stx.assume_init() };
-    let dev = libc::makedev(stx.stx_dev_major, stx.stx_dev_minor);
-    Some((u32::from(stx.stx_mode), dev, stx.stx_ino))
 }
 
 /// `pwritev2(fd, piece, -1, RWF_NOWAIT)`: write only if it needs no wait.
@@ -377,7 +350,7 @@ mod tests {
     }
 
     #[test]
-    fn a_remembered_file_is_forgotten_when_the_descriptor_changes() {
+    fn a_file_that_becomes_a_pipe_is_written_without_blocking() {
         let dir = std::env::temp_dir();
         let a =
             std::fs::File::create(dir.join(format!("pylogsink-a-{}", std::process::id()))).unwrap();
@@ -389,11 +362,26 @@ mod tests {
         // The same descriptor number now names another file, then a pipe.
         // SAFETY: both descriptors are open; dup2 replaces `fd` in place.
         unsafe { libc::dup2(b.as_raw_fd(), fd) };
-        assert!(!PLAIN_FILE.holds(fd));
+        assert_eq!(write_with_room(fd, b"two\n", Duration::ZERO), 4);
         // SAFETY: as above.
         unsafe { libc::dup2(w.as_raw_fd(), fd) };
         let full = write_with_room(fd, &vec![b'z'; 1 << 20], Duration::from_millis(20));
         assert!(full < 1 << 20, "a pipe is written without blocking");
+    }
+
+    #[test]
+    fn seekable_means_it_never_waits_for_a_reader() {
+        let (r, w) = pipe();
+        assert!(!is_seekable(r.as_raw_fd()) && !is_seekable(w.as_raw_fd()));
+        let null = std::fs::OpenOptions::new()
+            .write(true)
+            .open("/dev/null")
+            .unwrap();
+        assert!(is_seekable(null.as_raw_fd()));
+        let path = std::env::temp_dir().join(format!("pylogsink-s-{}", std::process::id()));
+        let file = std::fs::File::create(&path).unwrap();
+        assert!(is_seekable(file.as_raw_fd()));
+        std::fs::remove_file(path).unwrap();
     }
 
     #[test]
