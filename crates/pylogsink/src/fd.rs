@@ -352,10 +352,12 @@ mod tests {
     #[test]
     fn a_file_that_becomes_a_pipe_is_written_without_blocking() {
         let dir = std::env::temp_dir();
-        let a =
-            std::fs::File::create(dir.join(format!("pylogsink-a-{}", std::process::id()))).unwrap();
-        let b =
-            std::fs::File::create(dir.join(format!("pylogsink-b-{}", std::process::id()))).unwrap();
+        let paths = ["a", "b"].map(|n| dir.join(format!("pylogsink-{n}-{}", std::process::id())));
+        let a = std::fs::File::create(&paths[0]).unwrap();
+        let b = std::fs::File::create(&paths[1]).unwrap();
+        for path in &paths {
+            std::fs::remove_file(path).unwrap();
+        }
         let (_r, w) = pipe();
         let fd = a.as_raw_fd();
         assert_eq!(write_with_room(fd, b"one\n", Duration::ZERO), 4);
