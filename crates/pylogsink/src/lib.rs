@@ -36,7 +36,20 @@
 //! |---|---|
 //! | in a call, `sys.stderr is sys.__stderr__` | to fd 2 at once, so a crash or hang keeps it |
 //! | in a call, `sys.stderr` replaced (pytest, Jupyter, `redirect_stderr`) | kept, then written through `sys.stderr.write` when the outermost call returns |
-//! | outside any call (worker threads, module init) | to fd 2 |
+//! | fd 2 (a pipe, a terminal) has no room for the stall wait (100 ms) | kept from then on; each later line checks again without waiting, and direct writes resume once there is room |
+//! | outside any call (worker threads, module init) | to fd 2 when there is room within the stall wait, else into a process-wide queue (newest 64 KiB) written at the next chance |
+//! | a [`Level::Fatal`] line | the kept lines first, then the line, straight to fd 2: an abort follows |
+//!
+//! A call keeps at most its newest 64 KiB; one note, in place, counts what
+//! was left out. Lines still kept when Python exits go to fd 2.
+//!
+//! # Errors in exceptions
+//!
+//! Error-level lines logged during a call are collected (the first
+//! [`ERRORS_CAP`] bytes), and [`error`] builds an exception of any type
+//! whose message is the extension's text followed by them, decoded with
+//! Python's `backslashreplace` rule so that native bytes never raise
+//! `UnicodeDecodeError`.
 //!
 //! # Interaction with the GIL
 //!
