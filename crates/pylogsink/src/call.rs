@@ -230,9 +230,10 @@ fn stderr_is_own(_py: Python<'_>) -> bool {
     });
     let lookup = |key: usize| {
         // SAFETY: the GIL is held (see above) and both pointers are live;
-        // `PyDict_GetItem` returns a borrowed reference or NULL, which is
-        // only compared, never dereferenced.
-        unsafe { pyo3::ffi::PyDict_GetItem(names.dict as *mut _, key as *mut _) }
+        // `PyDict_GetItemWithError` returns a borrowed reference or NULL,
+        // which is only compared, never dereferenced. With a dict and a str
+        // key it cannot raise: no error is left set.
+        unsafe { pyo3::ffi::PyDict_GetItemWithError(names.dict as *mut _, key as *mut _) }
     };
     lookup(names.stderr) == lookup(names.own_stderr)
 }

@@ -15,5 +15,7 @@ fn another_logger_is_reported() {
     log::set_logger(&Other).unwrap();
     let err = pylogsink::init().unwrap_err();
     assert_eq!(err, pylogsink::OtherLoggerInstalled);
-    assert!(err.to_string().contains("another logger is already installed"));
+    assert!(err
+        .to_string()
+        .contains("another logger is already installed"));
 }
