@@ -18,9 +18,9 @@ NOTEBOOK = os.path.join(os.path.dirname(__file__), "scripts", "notebook.py")
 LINES = 2622  # 100-byte lines: 256 KiB
 
 
-def run_cell(sink: str, cell_timeout: float, env: dict[str, str]) -> dict[str, object]:
+def run_cell(sink: str, cell_timeout: float, env: dict[str, str], *extra: str, lines: int = LINES) -> dict[str, object]:
     done = subprocess.run(
-        [sys.executable, NOTEBOOK, sink, str(LINES), str(cell_timeout)],
+        [sys.executable, NOTEBOOK, sink, str(lines), str(cell_timeout), *extra],
         capture_output=True,
         text=True,
         timeout=cell_timeout + 120,
@@ -51,3 +51,17 @@ def test_pylogsink_completes_with_the_newest_lines_and_a_note(clean_env: dict[st
     numbers = [int(line.split("] line ")[1].split()[0]) for line in lines[1:]]
     assert numbers == list(range(LINES - len(numbers), LINES)), "the newest lines, in order"
     assert int(m.group(1)) + len(numbers) == LINES
+
+
+@pytest.mark.timeout(300)
+def test_ipython_capture_magic_receives_the_lines(clean_env: dict[str, str]) -> None:
+    # %%capture replaces sys.stderr for the cell: the lines are kept and
+    # written there when the call returns, so nothing reaches the cell's
+    # own output, and the next cell finds them in the capture.
+    result = run_cell("pylogsink", 60, clean_env, "--capture", lines=5)
+    assert result["timed_out"] is False and result["errors"] == []
+    cells = result["cells"]
+    assert isinstance(cells, list)
+    assert cells[0] == {}
+    numbers = [int(line.split("] line ")[1].split()[0]) for line in cells[1]["stdout"].splitlines()]
+    assert numbers == [0, 1, 2, 3, 4]

@@ -1,11 +1,12 @@
-"""Runs one cell in a real Jupyter kernel (ipykernel, driven by nbclient)
-and prints the cell's outputs as JSON.
+"""Runs cells in a real Jupyter kernel (ipykernel, driven by nbclient) and
+prints their outputs as JSON.
 
-    python notebook.py SINK LINES [CELL_TIMEOUT]
+    python notebook.py SINK LINES [CELL_TIMEOUT] [--capture]
 
-The cell logs LINES lines of 100 bytes in one call through SINK. Start it
-without PYTEST_CURRENT_TEST in the environment: ipykernel turns its fd 2
-capture off under pytest.
+The first cell logs LINES lines of 100 bytes in one call through SINK. With
+--capture it runs under IPython's %%capture, and a second cell prints what
+was captured. Start it without PYTEST_CURRENT_TEST in the environment:
+ipykernel turns its fd 2 capture off under pytest.
 """
 
 from __future__ import annotations
@@ -18,29 +19,40 @@ from nbclient import NotebookClient
 from nbclient.exceptions import CellTimeoutError
 
 
+def streams(outputs: list[dict[str, object]]) -> dict[str, str]:
+    """The text of each stream (stdout, stderr) of one cell."""
+    found: dict[str, str] = {}
+    for out in outputs:
+        if out.get("output_type") == "stream":
+            name, text = str(out["name"]), str(out["text"])
+            found[name] = found.get(name, "") + text
+    return found
+
+
 def main() -> int:
-    sink, lines = sys.argv[1], int(sys.argv[2])
-    timeout = float(sys.argv[3]) if len(sys.argv) > 3 else 60
+    args = [a for a in sys.argv[1:] if a != "--capture"]
+    capture = "--capture" in sys.argv
+    sink, lines = args[0], int(args[1])
+    timeout = float(args[2]) if len(args) > 2 else 60
     cell = (
         "import pylogsink\n"
         f"pylogsink.set_sink({sink!r})\n"
         f"n = pylogsink.log_lines({lines}, size=100)\n"
         "print('returned', n, pylogsink.stats())\n"
     )
-    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(cell)])
+    cells = [("%%capture captured\n" if capture else "") + cell]
+    if capture:
+        cells.append("print(captured.stderr, end='')")
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(c) for c in cells])
     client = NotebookClient(nb, timeout=timeout, kernel_name="python3", allow_errors=True)
     try:
         client.execute()
     except CellTimeoutError:
         print(json.dumps({"timed_out": True}))
         return 0
-    outputs = nb.cells[0].outputs
-    streams: dict[str, str] = {}
-    for out in outputs:
-        if out.get("output_type") == "stream":
-            streams[out["name"]] = streams.get(out["name"], "") + out["text"]
-    errors = [o.get("ename") for o in outputs if o.get("output_type") == "error"]
-    print(json.dumps({"timed_out": False, "streams": streams, "errors": errors}))
+    per_cell = [streams(c.outputs) for c in nb.cells]
+    errors = [o.get("ename") for c in nb.cells for o in c.outputs if o.get("output_type") == "error"]
+    print(json.dumps({"timed_out": False, "streams": per_cell[0], "cells": per_cell, "errors": errors}))
     return 0
 
 
