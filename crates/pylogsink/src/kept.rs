@@ -71,9 +71,15 @@ impl Kept {
         self.push_piece(line, false);
     }
 
-    /// Adds the rest of a line whose start was already written.
-    pub fn push_rest(&mut self, rest: &[u8]) {
-        self.push_text_from(rest, true);
+    /// Adds one record that found no room on fd 2: the whole record (one
+    /// line, even if a logged newline continues it), or with `is_rest` the
+    /// rest of one whose start was already written.
+    pub fn push_record(&mut self, record: &[u8], is_rest: bool) {
+        if is_rest {
+            self.push_text_from(record, true);
+        } else {
+            self.push(record);
+        }
     }
 
     /// Adds several lines at once; each counts as a line of its own.
@@ -377,7 +383,7 @@ mod tests {
     #[test]
     fn a_left_out_rest_of_a_line_ends_that_line_first() {
         let mut k = Kept::with_cap(100);
-        k.push_rest(b"end of a started line\n");
+        k.push_record(b"end of a started line\n", true);
         for i in 0..3 {
             k.push(&line(i, 40));
         }
@@ -391,7 +397,7 @@ mod tests {
     #[test]
     fn a_rest_that_is_written_needs_no_newline() {
         let mut k = Kept::with_cap(100);
-        k.push_rest(b"end\n");
+        k.push_record(b"end\n", true);
         k.push(b"next\n");
         assert_eq!(k.take().text, b"end\nnext\n");
     }
