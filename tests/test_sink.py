@@ -5,7 +5,10 @@ from __future__ import annotations
 
 import contextlib
 import io
+import os
+import select
 import signal
+import subprocess
 import time
 
 import pylogsink
@@ -62,3 +65,40 @@ def test_every_line_is_written_or_counted(capsys: object) -> None:
     assert after["emitted"] - before["emitted"] == sum(counts)
     assert len(records(text)) + noted == sum(counts)
     assert after["left_out"] - before["left_out"] == noted
+
+
+def test_the_queue_goes_out_at_the_next_calls_return() -> None:
+    # Lines a native worker queued while nobody read fd 2 go out when the
+    # next call returns, not only at exit: the process is still alive, and
+    # blocked, when they are read.
+    child = popen(
+        """
+        import sys, time, pylogsink
+        pylogsink.start_background_logger(2000).join()
+        sys.stdin.readline()  # the reader is back
+        pylogsink.log_lines(0)
+        print("returned", flush=True)
+        time.sleep(60)
+        """,
+        stdin=subprocess.PIPE,
+    )
+    try:
+        assert child.stdin is not None and child.stdout is not None and child.stderr is not None
+        time.sleep(1.0)  # nobody reads fd 2 meanwhile
+        child.stdin.write(b"go\n")
+        child.stdin.flush()
+        text = b""
+        deadline = time.monotonic() + 20
+        while b"background line 1999\n" not in text and time.monotonic() < deadline:
+            ready, _, _ = select.select([child.stderr], [], [], 0.5)
+            if ready:
+                text += os.read(child.stderr.fileno(), 65536)
+        assert child.stdout.readline() == b"returned\n"
+        assert child.poll() is None, "the lines came before exit"
+        decoded = text.decode()
+        numbers = [int(r.rsplit(" ", 1)[1]) for r in records(decoded)]
+        noted = sum(int(line.split()[1]) for line in decoded.splitlines() if line.startswith("[pylogsink]"))
+        assert numbers[-1] == 1999 and len(numbers) + noted == 2000
+    finally:
+        child.kill()
+        child.wait()

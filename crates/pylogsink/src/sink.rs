@@ -191,13 +191,7 @@ impl ThreadState {
     /// Keeps one record (`is_rest`: the rest of one whose start went out).
     fn keep(&self, record: &[u8], is_rest: bool) {
         self.kept_any.set(true);
-        let mut kept = self.kept();
-        if is_rest {
-            kept.push_rest(record);
-        } else {
-            // One record, even if a logged newline continues it.
-            kept.push(record);
-        }
+        self.kept().push_record(record, is_rest);
     }
 
     fn emit(&self, level: Level, message: &[u8], record: &[u8]) {
@@ -344,10 +338,11 @@ extern "C" fn write_all_at_exit() {
 /// Writes the queue, then `taken`, to fd 2, each piece waiting for room
 /// at most `wait`; what finds no room joins the queue.
 pub(crate) fn write_fd2(taken: Taken, wait: Duration) {
+    let queue_written = write_queue(wait);
     if taken.text.is_empty() {
         return;
     }
-    let written = if write_queue(wait) {
+    let written = if queue_written {
         fd::write_with_room(STDERR, &taken.text, wait)
     } else {
         0
@@ -384,14 +379,6 @@ fn write_direct(sink: Sink, record: &[u8], wait: Duration, keep: impl FnOnce(&[u
     }
 }
 
-fn push_rest(kept: &mut Kept, text: &[u8], is_rest: bool) {
-    if is_rest {
-        kept.push_rest(text);
-    } else {
-        kept.push_text(text);
-    }
-}
-
 static QUEUE: Mutex<Kept> = Mutex::new(Kept::with_cap(CAP));
 static QUEUE_PENDING: AtomicBool = AtomicBool::new(false);
 
@@ -399,9 +386,9 @@ fn queue() -> MutexGuard<'static, Kept> {
     QUEUE.lock().unwrap_or_else(|e| e.into_inner())
 }
 
-/// Adds text that found no room on fd 2 to the process-wide queue.
-fn queue_push(text: &[u8], is_rest: bool) {
-    push_rest(&mut queue(), text, is_rest);
+/// Adds a record that found no room on fd 2 to the process-wide queue.
+fn queue_push(record: &[u8], is_rest: bool) {
+    queue().push_record(record, is_rest);
     QUEUE_PENDING.store(true, Ordering::Release);
 }
 
