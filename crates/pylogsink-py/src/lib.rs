@@ -9,9 +9,15 @@ mod runtime;
 use pyo3::exceptions::PyRuntimeError;
 use pyo3::prelude::*;
 
-/// The module's initializer: installs pylogsink for the `log` crate.
+/// The module's initializer: installs pylogsink for the `log` crate, with
+/// Info as the default level (the scenarios log Info lines), and adds the
+/// filter controls.
 #[pymodule]
 fn _pylogsink(m: &Bound<'_, PyModule>) -> PyResult<()> {
-    pylogsink::init().map_err(|e| PyRuntimeError::new_err(e.to_string()))?;
+    pylogsink::Builder::new()
+        .default_filter("info")
+        .init()
+        .map_err(|e| PyRuntimeError::new_err(e.to_string()))?;
+    pylogsink::python::add_functions(m)?;
     runtime::register(m)
 }

@@ -4,25 +4,25 @@
 //! plain blocking `write(2)` to fd 2 (as a C runtime's `fprintf(stderr)`).
 
 use pylogsink::format::format_record;
-use pylogsink::Level;
+use pylogsink::Record;
 use pyo3::prelude::*;
 use std::time::SystemTime;
 
-fn record(level: Level, file: &str, line: u32, message: &[u8]) -> Vec<u8> {
-    let mut record = Vec::new();
-    format_record(&mut record, SystemTime::now(), level, file, line, message);
-    record
+fn formatted(record: &Record<'_>) -> Vec<u8> {
+    let mut out = Vec::new();
+    format_record(&mut out, SystemTime::now(), record, false);
+    out
 }
 
 /// Writes one record to fd 2 with blocking writes, whatever fd 2 is.
-pub fn emit_fd2(level: Level, file: &str, line: u32, message: &[u8]) {
+pub fn emit_fd2(record: &Record<'_>) {
     use std::io::Write;
-    let _ = std::io::stderr().write_all(&record(level, file, line, message));
+    let _ = std::io::stderr().write_all(&formatted(record));
 }
 
 /// Writes one record through `sys.stderr.write`, with the GIL.
-pub fn emit(level: Level, file: &str, line: u32, message: &[u8]) {
-    let text = String::from_utf8_lossy(&record(level, file, line, message)).into_owned();
+pub fn emit(record: &Record<'_>) {
+    let text = String::from_utf8_lossy(&formatted(record)).into_owned();
     Python::attach(|py| {
         let written = py
             .import("sys")

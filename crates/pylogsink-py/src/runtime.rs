@@ -10,7 +10,6 @@ use crate::naive;
 use pylogsink::Level;
 use pyo3::exceptions::{PyIndexError, PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
-use pyo3::types::PyDict;
 use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::Mutex;
 use std::thread::JoinHandle;
@@ -25,18 +24,29 @@ const SINKS: [&str; 3] = ["pylogsink", "naive", "fd2"];
 /// Index into [`SINKS`] of the sink in use.
 static SINK: AtomicU8 = AtomicU8::new(0);
 
+/// The target the runtime's records name.
+const TARGET: &str = module_path!();
+
 /// Logs one line through the sink chosen with `set_sink`.
 fn rt_log(level: Level, file: &'static str, line: u32, message: &[u8]) {
     let sink = SINKS[usize::from(SINK.load(Ordering::Relaxed))];
+    let record = pylogsink::Record {
+        level,
+        target: TARGET,
+        file,
+        line,
+        message,
+    };
     if sink == "naive" {
-        naive::emit(level, file, line, message);
+        naive::emit(&record);
     } else if sink == "fd2" {
-        naive::emit_fd2(level, file, line, message);
+        naive::emit_fd2(&record);
     } else if let (Ok(text), false) = (std::str::from_utf8(message), level == Level::Fatal) {
         // Through the `log` crate, as an extension's own code would.
         log::logger().log(
             &log::Record::builder()
-                .level(to_log_level(level))
+                .level(level.to_log())
+                .target(TARGET)
                 .file(Some(file))
                 .line(Some(line))
                 .args(format_args!("{text}"))
@@ -44,16 +54,7 @@ fn rt_log(level: Level, file: &'static str, line: u32, message: &[u8]) {
         );
     } else {
         // Raw bytes and Fatal lines, which `log` cannot carry.
-        pylogsink::emit(level, file, line, message);
-    }
-}
-
-fn to_log_level(level: Level) -> log::Level {
-    match level {
-        Level::Debug => log::Level::Debug,
-        Level::Info => log::Level::Info,
-        Level::Warn => log::Level::Warn,
-        Level::Error | Level::Fatal => log::Level::Error,
+        pylogsink::emit(level, TARGET, file, line, message);
     }
 }
 
@@ -157,14 +158,14 @@ fn log_lines(
 fn log_numbered(level: Level, count: usize, size: usize) -> usize {
     let (file, line) = (file!(), line!());
     let mut empty = Vec::new();
-    pylogsink::format::format_record(
-        &mut empty,
-        std::time::SystemTime::now(),
+    let record = pylogsink::Record {
         level,
+        target: TARGET,
         file,
         line,
-        b"",
-    );
+        message: b"",
+    };
+    pylogsink::format::format_record(&mut empty, std::time::SystemTime::now(), &record, false);
     let mut total = 0;
     for i in 0..count {
         let mut message = format!("line {i:07} of {count}");
@@ -380,18 +381,6 @@ fn start_background_logger(count: usize, interval: f64) -> BackgroundLogger {
     }
 }
 
-/// pylogsink's counts: lines emitted, lines left out (and noted), bytes
-/// lost to a failing fd 2.
-#[pyfunction]
-fn stats(py: Python<'_>) -> PyResult<Bound<'_, PyDict>> {
-    let s = pylogsink::stats();
-    let d = PyDict::new(py);
-    d.set_item("emitted", s.emitted)?;
-    d.set_item("left_out", s.left_out)?;
-    d.set_item("failed_bytes", s.failed_bytes)?;
-    Ok(d)
-}
-
 /// Sets how long a line waits for room on fd 2, in seconds.
 #[pyfunction]
 fn set_stall_wait(seconds: f64) -> PyResult<()> {
@@ -413,7 +402,6 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(with_callback, m)?)?;
     m.add_function(wrap_pyfunction!(log_then_block, m)?)?;
     m.add_function(wrap_pyfunction!(start_background_logger, m)?)?;
-    m.add_function(wrap_pyfunction!(stats, m)?)?;
     m.add_function(wrap_pyfunction!(abort_with_fatal, m)?)?;
     m.add_function(wrap_pyfunction!(load_program, m)?)?;
     m.add_function(wrap_pyfunction!(load_file, m)?)?;

@@ -224,6 +224,37 @@ fn fstat(fd: RawFd) -> io::Result<libc::stat> {
     Ok(unsafe { st.assume_init() })
 }
 
+/// Whether fd 2 may be a terminal: set where a write found a character
+/// device there, cleared where [`stderr_is_terminal`] found it is not.
+static TERMINAL: AtomicBool = AtomicBool::new(false);
+
+/// Looks at fd 2 now: is it a terminal? Done once at init.
+pub(crate) fn check_terminal() {
+    TERMINAL.store(isatty(STDERR), Ordering::Relaxed);
+}
+
+/// Whether fd 2 is a terminal. Costs one load where it was not one when
+/// last seen (a pipe or a file, where the answer matters most and a
+/// system call per line would cost most), and an `isatty` where it was:
+/// a terminal is slow to write to anyway, and this way a terminal that
+/// was swapped for a pipe (`dup2`, as `wurlitzer` does) never gets color.
+pub(crate) fn stderr_is_terminal() -> bool {
+    if !TERMINAL.load(Ordering::Relaxed) {
+        return false;
+    }
+    let now = isatty(STDERR);
+    if !now {
+        TERMINAL.store(false, Ordering::Relaxed);
+    }
+    now
+}
+
+fn isatty(fd: RawFd) -> bool {
+    // SAFETY: isatty only asks the kernel about the descriptor; an invalid
+    // one makes it return 0.
+    unsafe { libc::isatty(fd) == 1 }
+}
+
 /// A non-blocking open file description of the file behind a descriptor.
 struct Twin {
     key: (u64, u64, u64),
@@ -233,6 +264,9 @@ struct Twin {
 static TWIN: Mutex<Option<Twin>> = Mutex::new(None);
 
 fn write_through_twin(fd: RawFd, st: &libc::stat, piece: &[u8]) -> Result<usize, Blocked> {
+    if fd == STDERR && st.st_mode & libc::S_IFMT == libc::S_IFCHR {
+        TERMINAL.store(true, Ordering::Relaxed);
+    }
     let key = (st.st_dev, st.st_ino, st.st_rdev);
     let mut twin = TWIN.lock().unwrap_or_else(|e| e.into_inner());
     if twin.as_ref().is_none_or(|t| t.key != key) {

@@ -3,47 +3,66 @@
 //! A record is one line:
 //!
 //! ```text
-//! [2026-12-02T09:19:22.123456Z ERROR backend.rs:42] init failed: bad header
+//! [2026-12-02T09:26:41.114725Z DEBUG ureq::stream stream.rs:395] connecting to 127.0.0.1:8080
 //! ```
+//!
+//! the time (UTC, microseconds), the level padded to five characters, the
+//! target (left out when empty), the source file's base name and line (the
+//! line left out when 0, both when the file is unknown), then the message.
+//! On a terminal the level name may be colored (see [`crate::color`]).
 //!
 //! Messages may carry bytes from untrusted input (a corrupt file's
 //! identifier, a path). So the formatter guarantees that a record is valid
-//! UTF-8, holds no control character but tab, and is exactly one record:
+//! UTF-8, holds no control character but tab (and the color codes it adds
+//! itself), and is exactly one record:
 //!
 //! - bytes that are not valid UTF-8 become `\xNN`, byte by byte, exactly as
 //!   Python's `bytes.decode("utf-8", "backslashreplace")` writes them;
 //! - ESC and the other C0 and C1 control characters (and DEL), except tab,
 //!   become `\xNN` with their code point;
-//! - an embedded newline continues the record on an indented line, so no
-//!   logged data can forge the start of another record.
+//! - an embedded newline, or CRLF, continues the record on an indented
+//!   line, so no logged data can forge the start of another record; a lone
+//!   CR stays `\x0d`, since on a terminal it would overwrite the line.
 
-use crate::level::Level;
+use crate::color;
+use crate::record::Record;
 use std::cell::Cell;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 /// What an embedded newline becomes: the record goes on, indented.
 pub const CONTINUATION: &[u8] = b"\n    ";
 
-/// Appends one whole record, newline-terminated, to `out`.
-pub fn format_record(
-    out: &mut Vec<u8>,
-    now: SystemTime,
-    level: Level,
-    file: &str,
-    line: u32,
-    message: &[u8],
-) {
-    out.reserve(message.len() + 64);
+/// Appends one whole record, newline-terminated, to `out`; with `color`,
+/// the level name is colored.
+pub fn format_record(out: &mut Vec<u8>, now: SystemTime, record: &Record<'_>, color: bool) {
+    out.reserve(record.message.len() + record.target.len() + 64);
     out.push(b'[');
     push_timestamp(out, now);
     out.push(b' ');
-    out.extend_from_slice(level.name().as_bytes());
-    out.push(b' ');
-    escape_into(out, base_name(file).as_bytes());
-    out.push(b':');
-    push_decimal(out, u64::from(line), 1);
+    let name = record.level.name().as_bytes();
+    if color {
+        let word = name.trim_ascii_end();
+        out.extend_from_slice(color::code(record.level));
+        out.extend_from_slice(word);
+        out.extend_from_slice(color::RESET);
+        out.extend_from_slice(&name[word.len()..]);
+    } else {
+        out.extend_from_slice(name);
+    }
+    if !record.target.is_empty() {
+        out.push(b' ');
+        escape_into(out, record.target.as_bytes());
+    }
+    if !record.file.is_empty() {
+        out.push(b' ');
+        escape_into(out, base_name(record.file).as_bytes());
+        if record.line > 0 {
+            out.push(b':');
+            push_decimal(out, u64::from(record.line), 1);
+        }
+    }
     out.extend_from_slice(b"] ");
-    escape_into(out, message);
+    escape_into(out, record.message);
     out.push(b'\n');
 }
 
@@ -65,8 +84,10 @@ pub fn escape_into(out: &mut Vec<u8>, bytes: &[u8]) {
         return;
     }
     for chunk in bytes.utf8_chunks() {
-        for c in chunk.valid().chars() {
+        let mut chars = chunk.valid().chars().peekable();
+        while let Some(c) = chars.next() {
             match c {
+                '\r' if chars.peek() == Some(&'\n') => {}
                 '\n' => out.extend_from_slice(CONTINUATION),
                 '\t' => out.push(b'\t'),
                 c if is_control(c) => push_hex_escape(out, c as u32 as u8),
@@ -204,7 +225,25 @@ fn civil_from_days(days: i64) -> (i64, u32, u32) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::level::Level;
     use std::time::Duration;
+
+    fn record<'a>(target: &'a str, file: &'a str, line: u32, message: &'a [u8]) -> Record<'a> {
+        Record {
+            level: Level::Error,
+            target,
+            file,
+            line,
+            message,
+        }
+    }
+
+    fn formatted(record: &Record<'_>, color: bool) -> String {
+        let t = UNIX_EPOCH + Duration::new(1_796_117_962, 123_456_000);
+        let mut out = Vec::new();
+        format_record(&mut out, t, record, color);
+        String::from_utf8(out).unwrap()
+    }
 
     fn escaped(bytes: &[u8]) -> String {
         let mut out = Vec::new();
@@ -214,20 +253,49 @@ mod tests {
 
     #[test]
     fn record_layout() {
-        let t = UNIX_EPOCH + Duration::new(1_796_117_962, 123_456_000);
-        let mut out = Vec::new();
-        format_record(
-            &mut out,
-            t,
-            Level::Error,
-            "src/backend.rs",
-            42,
-            b"init failed",
-        );
         assert_eq!(
-            String::from_utf8(out).unwrap(),
-            "[2026-12-01T09:39:22.123456Z ERROR backend.rs:42] init failed\n"
+            formatted(
+                &record("myruntime::backend", "src/backend.rs", 42, b"init failed"),
+                false
+            ),
+            "[2026-12-01T09:39:22.123456Z ERROR myruntime::backend backend.rs:42] init failed\n"
         );
+    }
+
+    #[test]
+    fn unknown_parts_are_left_out() {
+        let cases = [
+            (record("", "backend.rs", 42, b"m"), "ERROR backend.rs:42] m"),
+            (
+                record("rt", "backend.rs", 0, b"m"),
+                "ERROR rt backend.rs] m",
+            ),
+            (record("rt", "", 7, b"m"), "ERROR rt] m"),
+            (record("", "", 0, b"m"), "ERROR] m"),
+        ];
+        for (record, tail) in cases {
+            let text = formatted(&record, false);
+            assert_eq!(&text[29..], format!("{tail}\n"), "{text}");
+        }
+    }
+
+    #[test]
+    fn a_target_cannot_inject_controls() {
+        let text = formatted(&record("a\x1b[2Jb\nc", "f.c", 1, b"m"), false);
+        assert!(text.contains(" a\\x1b[2Jb\n    c f.c:1] m"), "{text:?}");
+    }
+
+    #[test]
+    fn color_wraps_the_level_name_only() {
+        let mut r = record("rt", "f.rs", 1, b"\x1b[31m");
+        r.level = Level::Warn;
+        let text = formatted(&r, true);
+        assert!(
+            text.contains(" \x1b[33mWARN\x1b[0m  rt f.rs:1] \\x1b[31m\n"),
+            "{text:?}"
+        );
+        assert_eq!(text.matches('\x1b').count(), 2);
+        assert!(!formatted(&r, false).contains('\x1b'));
     }
 
     #[test]
@@ -276,6 +344,15 @@ mod tests {
         assert_eq!(escaped(b"a\rb\x00c\x7f"), "a\\x0db\\x00c\\x7f");
         // U+009B, the one-character CSI, encoded as UTF-8.
         assert_eq!(escaped(b"\xc2\x9b2J"), "\\x9b2J");
+    }
+
+    #[test]
+    fn crlf_continues_the_record_and_a_lone_cr_is_escaped() {
+        assert_eq!(escaped(b"a\r\nb"), "a\n    b");
+        assert_eq!(escaped(b"a\rb\r"), "a\\x0db\\x0d");
+        assert_eq!(escaped(b"a\r\r\nb"), "a\\x0d\n    b");
+        // A CR before invalid bytes is not part of a CRLF.
+        assert_eq!(escaped(b"a\r\xff\n"), "a\\x0d\\xff\n    ");
     }
 
     #[test]

@@ -9,6 +9,8 @@ use std::fmt;
 /// How severe a record is, from least to most.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum Level {
+    /// The finest detail: every step, for whoever traces the native code.
+    Trace,
     /// Detail for whoever debugs the native code.
     Debug,
     /// Normal progress.
@@ -27,6 +29,7 @@ impl Level {
     /// The fixed-width name written in each record.
     pub const fn name(self) -> &'static str {
         match self {
+            Level::Trace => "TRACE",
             Level::Debug => "DEBUG",
             Level::Info => "INFO ",
             Level::Warn => "WARN ",
@@ -38,6 +41,7 @@ impl Level {
     /// Parses a level name, case-insensitively (`"warning"` is accepted too).
     pub fn parse(name: &str) -> Option<Level> {
         match name.to_ascii_lowercase().as_str() {
+            "trace" => Some(Level::Trace),
             "debug" => Some(Level::Debug),
             "info" => Some(Level::Info),
             "warn" | "warning" => Some(Level::Warn),
@@ -51,12 +55,36 @@ impl Level {
 impl From<log::Level> for Level {
     fn from(level: log::Level) -> Level {
         match level {
-            log::Level::Trace | log::Level::Debug => Level::Debug,
+            log::Level::Trace => Level::Trace,
+            log::Level::Debug => Level::Debug,
             log::Level::Info => Level::Info,
             log::Level::Warn => Level::Warn,
             log::Level::Error => Level::Error,
         }
     }
+}
+
+impl Level {
+    /// The `log` level this one is filtered as: Fatal counts as Error.
+    pub const fn to_log(self) -> log::Level {
+        match self {
+            Level::Trace => log::Level::Trace,
+            Level::Debug => log::Level::Debug,
+            Level::Info => log::Level::Info,
+            Level::Warn => log::Level::Warn,
+            Level::Error | Level::Fatal => log::Level::Error,
+        }
+    }
+
+    /// Every level, from least to most severe.
+    pub const ALL: [Level; 6] = [
+        Level::Trace,
+        Level::Debug,
+        Level::Info,
+        Level::Warn,
+        Level::Error,
+        Level::Fatal,
+    ];
 }
 
 impl fmt::Display for Level {
@@ -71,13 +99,7 @@ mod tests {
 
     #[test]
     fn names_have_one_width() {
-        for level in [
-            Level::Debug,
-            Level::Info,
-            Level::Warn,
-            Level::Error,
-            Level::Fatal,
-        ] {
+        for level in Level::ALL {
             assert_eq!(level.name().len(), 5);
             assert_eq!(Level::parse(&level.to_string()), Some(level));
         }
@@ -91,6 +113,17 @@ mod tests {
 
     #[test]
     fn order_is_severity() {
-        assert!(Level::Debug < Level::Info && Level::Error < Level::Fatal);
+        assert!(Level::Trace < Level::Debug && Level::Debug < Level::Info);
+        assert!(Level::Error < Level::Fatal);
+        assert!(Level::ALL.windows(2).all(|w| w[0] < w[1]));
+    }
+
+    #[test]
+    fn trace_is_its_own_level() {
+        assert_eq!(Level::from(log::Level::Trace), Level::Trace);
+        assert_eq!(Level::Trace.name(), "TRACE");
+        for level in log::Level::iter() {
+            assert_eq!(Level::from(level).to_log(), level);
+        }
     }
 }

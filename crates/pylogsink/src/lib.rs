@@ -80,18 +80,26 @@
 //! ```
 #![warn(missing_docs)]
 
+mod builder;
 mod call;
+pub mod color;
 mod errors;
 pub mod fd;
+mod filter;
 pub mod format;
 pub mod kept;
 mod level;
 mod logger;
+pub mod python;
+mod record;
 pub mod route;
 mod sink;
 
+pub use builder::{init, Builder, InitError, DEFAULT_ENV};
 pub use call::call;
+pub use color::ColorChoice;
 pub use errors::{error, ERRORS_CAP};
+pub use filter::{filter, set_filter, FilterError, DEFAULT_FILTER};
 pub use level::Level;
-pub use logger::{init, OtherLoggerInstalled};
+pub use record::Record;
 pub use sink::{emit, set_stall_wait, stall_wait, stats, Stats};

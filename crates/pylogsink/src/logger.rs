@@ -1,28 +1,47 @@
-//! The `log` crate integration: [`init`] makes `log::error!` and friends,
-//! anywhere in the extension and its dependencies, go through [`emit`].
+//! The `log` crate front end: once [`Builder::init`] installed it,
+//! `log::error!` and friends, anywhere in the extension and its
+//! dependencies, become records that go through the filter and the
+//! routing rules.
 //!
-//! [`emit`]: crate::emit
+//! [`Builder::init`]: crate::Builder::init
 
+use crate::filter;
 use crate::level::Level;
-use crate::sink::emit;
+use crate::record::Record;
+use crate::sink::emit_record;
 use std::cell::RefCell;
-use std::fmt::{self, Write as _};
+use std::fmt::Write as _;
 
 struct Logger;
 
 static LOGGER: Logger = Logger;
 
 impl log::Log for Logger {
-    fn enabled(&self, _: &log::Metadata<'_>) -> bool {
-        true
+    /// The filter's answer: `log_enabled!`, and tracing's log bridge for
+    /// its span records, ask here before they format anything.
+    fn enabled(&self, metadata: &log::Metadata<'_>) -> bool {
+        filter::enabled(Level::from(metadata.level()), metadata.target())
     }
 
+    /// `log` calls this for every record under `log::max_level()`, without
+    /// asking [`enabled`](log::Log::enabled) first, so the filter is
+    /// checked again here, before anything is formatted.
     fn log(&self, record: &log::Record<'_>) {
         let level = Level::from(record.level());
-        let file = record.file().unwrap_or(record.target());
-        let line = record.line().unwrap_or(0);
+        if !filter::enabled(level, record.target()) {
+            return;
+        }
+        let with = |message: &[u8]| {
+            emit_record(&Record {
+                level,
+                target: record.target(),
+                file: record.file().unwrap_or(""),
+                line: record.line().unwrap_or(0),
+                message,
+            })
+        };
         if let Some(text) = record.args().as_str() {
-            return emit(level, file, line, text.as_bytes());
+            return with(text.as_bytes());
         }
         thread_local!(static SCRATCH: RefCell<String> = const { RefCell::new(String::new()) });
         let formatted = SCRATCH.try_with(|s| {
@@ -31,49 +50,39 @@ impl log::Log for Logger {
             };
             s.clear();
             let _ = write!(s, "{}", record.args());
-            emit(level, file, line, s.as_bytes());
+            with(s.as_bytes());
             true
         });
         if formatted != Ok(true) {
             // Re-entered from a `Display` impl that logs, or thread teardown.
-            emit(level, file, line, record.args().to_string().as_bytes());
+            with(record.args().to_string().as_bytes());
         }
     }
 
     fn flush(&self) {}
 }
 
-/// Another logger was installed with the `log` crate before [`init`].
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct OtherLoggerInstalled;
-
-impl fmt::Display for OtherLoggerInstalled {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(
-            "another logger is already installed for the `log` crate; \
-             pylogsink::init() must be the one that installs it",
-        )
-    }
-}
-
-impl std::error::Error for OtherLoggerInstalled {}
-
-/// Installs pylogsink as the logger of the `log` crate and lets every level
-/// through (filter with `log::set_max_level` afterwards if you like).
-///
-/// Calling it again is harmless. If another logger is already installed,
-/// it returns [`OtherLoggerInstalled`] and changes nothing.
-pub fn init() -> Result<(), OtherLoggerInstalled> {
+/// Installs pylogsink as the `log` crate's logger. `Ok` if it already is;
+/// `Err` if another logger is.
+pub(crate) fn install() -> Result<(), ()> {
     match log::set_logger(&LOGGER) {
-        Ok(()) => {
-            log::set_max_level(log::LevelFilter::Trace);
-            Ok(())
-        }
-        Err(_) if is_ours(log::logger()) => Ok(()),
-        Err(_) => Err(OtherLoggerInstalled),
+        Ok(()) => Ok(()),
+        Err(_) if is_installed() => Ok(()),
+        Err(_) => Err(()),
     }
 }
 
-fn is_ours(logger: &dyn log::Log) -> bool {
-    std::ptr::addr_eq(logger as *const dyn log::Log, &LOGGER as *const Logger)
+/// Whether pylogsink is the `log` crate's logger.
+fn is_installed() -> bool {
+    let installed = log::logger() as *const dyn log::Log;
+    std::ptr::addr_eq(installed, &LOGGER as *const Logger)
+}
+
+/// Makes `log::max_level` the most verbose level the filter lets through,
+/// so that `log`'s macros drop everything else with one compare. Only
+/// while pylogsink is the logger: another logger's level is not ours.
+pub(crate) fn follow_max_level(max: log::LevelFilter) {
+    if is_installed() {
+        log::set_max_level(max);
+    }
 }

@@ -6,11 +6,14 @@
 //! in a call, where do the call's lines go, the lines it keeps); lines
 //! logged outside any call that find no room wait in one process-wide queue.
 
+use crate::color;
 use crate::errors::Errors;
 use crate::fd::{self, STDERR};
+use crate::filter;
 use crate::format::format_record;
 use crate::kept::{Kept, Taken, CAP};
 use crate::level::Level;
+use crate::record::Record;
 use crate::route::{entry_sink, on_no_room, route, NoRoom, Route, Sink};
 use std::cell::{BorrowMutError, Cell, RefCell, RefMut};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -18,9 +21,9 @@ use std::sync::{Arc, Mutex, MutexGuard, Once, Weak};
 use std::time::{Duration, SystemTime};
 
 static STALL_WAIT_MICROS: AtomicU64 = AtomicU64::new(100_000);
-/// Records emitted by threads that have ended, or that emitted while
-/// their thread-local state was gone.
-static EMITTED_ELSEWHERE: AtomicU64 = AtomicU64::new(0);
+/// Records emitted, by level, by threads that have ended or that emitted
+/// while their thread-local state was gone.
+static EMITTED_ELSEWHERE: PerLevel = PerLevel::new();
 static LEFT_OUT: AtomicU64 = AtomicU64::new(0);
 
 /// How long a line waits for room on fd 2 before it is kept or queued.
@@ -37,8 +40,12 @@ pub fn set_stall_wait(wait: Duration) {
 /// Counts that let a test check that nothing was lost.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Stats {
-    /// Records passed to [`emit`].
+    /// Records that passed the filter (records it drops are not counted:
+    /// counting them would cost more than dropping them).
     pub emitted: u64,
+    /// [`emitted`](Stats::emitted) by level, indexed by `Level as usize`
+    /// (Trace first, Fatal last).
+    pub by_level: [u64; 6],
     /// Lines left out of a full buffer; each is counted in a written note.
     pub left_out: u64,
     /// Bytes dropped because fd 2 itself failed (closed, no reader).
@@ -47,43 +54,87 @@ pub struct Stats {
 
 /// The counts since the process started.
 pub fn stats() -> Stats {
+    let by_level = emitted();
     Stats {
-        emitted: emitted(),
+        emitted: by_level.iter().sum(),
+        by_level,
         left_out: LEFT_OUT.load(Ordering::Relaxed),
         failed_bytes: fd::failed_bytes(),
     }
 }
 
-/// Logs one record. `message` need not be UTF-8.
+/// Logs one record from `target` (a module path such as `ureq::stream`, or
+/// a component's name; may be empty), if the filter lets it through.
+/// `message` need not be UTF-8.
 ///
-/// This is the entry that the `log` integration and any other front end go
-/// through. It never calls into Python and never blocks longer than the
-/// stall wait, so it is safe under any lock, with or without the GIL.
-pub fn emit(level: Level, file: &str, line: u32, message: &[u8]) {
+/// This is the entry that every front end goes through. It never calls
+/// into Python and never blocks longer than the stall wait, so it is safe
+/// under any lock, with or without the GIL. A record the filter drops
+/// costs a level compare.
+///
+/// ```
+/// use pylogsink::Level;
+/// pylogsink::emit(Level::Warn, "myruntime::loader", file!(), line!(), b"cache miss");
+/// ```
+pub fn emit(level: Level, target: &str, file: &str, line: u32, message: &[u8]) {
+    if filter::enabled(level, target) {
+        emit_record(&Record {
+            level,
+            target,
+            file,
+            line,
+            message,
+        });
+    }
+}
+
+/// Routes one record that the filter let through.
+pub(crate) fn emit_record(record: &Record<'_>) {
     let now = SystemTime::now();
-    let format = |record: &mut Vec<u8>| format_record(record, now, level, file, line, message);
-    let routed = THREAD.try_with(|t| match t.count_and_borrow_scratch() {
-        Ok(mut record) => {
-            record.clear();
-            format(&mut record);
-            t.emit(level, message, &record);
-            if record.capacity() > SCRATCH_MAX {
-                *record = Vec::new();
+    let format = |out: &mut Vec<u8>, sink: Sink| {
+        let color = color::use_color(color::choice(), sink, fd::stderr_is_terminal);
+        format_record(out, now, record, color)
+    };
+    let (level, message) = (record.level, record.message);
+    let routed = THREAD.try_with(|t| match t.count_and_borrow_scratch(level) {
+        Ok(mut out) => {
+            out.clear();
+            format(&mut out, t.sink());
+            t.emit(level, message, &out);
+            if out.capacity() > SCRATCH_MAX {
+                *out = Vec::new();
             }
         }
         // Logging from a signal handler while this thread formats a line.
         Err(_) => {
-            let mut record = Vec::new();
-            format(&mut record);
-            t.emit(level, message, &record);
+            let mut out = Vec::new();
+            format(&mut out, t.sink());
+            t.emit(level, message, &out);
         }
     });
     if routed.is_err() {
         // The thread is being torn down: it is outside any call.
-        EMITTED_ELSEWHERE.fetch_add(1, Ordering::Relaxed);
-        let mut record = Vec::new();
-        format(&mut record);
-        write_direct(Sink::Outside, &record, stall_wait(), |_, _| {});
+        EMITTED_ELSEWHERE.add(level, 1);
+        let mut out = Vec::new();
+        format(&mut out, Sink::Outside);
+        write_direct(Sink::Outside, &out, stall_wait(), |_, _| {});
+    }
+}
+
+/// A count per level.
+struct PerLevel([AtomicU64; 6]);
+
+impl PerLevel {
+    const fn new() -> PerLevel {
+        PerLevel([const { AtomicU64::new(0) }; 6])
+    }
+
+    fn add(&self, level: Level, n: u64) {
+        self.0[level as usize].fetch_add(n, Ordering::Relaxed);
+    }
+
+    fn get(&self) -> [u64; 6] {
+        self.0.each_ref().map(|n| n.load(Ordering::Relaxed))
     }
 }
 
@@ -120,7 +171,7 @@ impl ThreadState {
     fn new() -> ThreadState {
         let shared = Arc::new(Shared {
             kept: Mutex::new(Kept::default()),
-            emitted: AtomicU64::new(0),
+            emitted: PerLevel::new(),
         });
         register(&shared);
         ThreadState {
@@ -181,9 +232,12 @@ impl ThreadState {
     }
 
     /// Counts one record emitted and lends the record buffer. Only this
-    /// thread writes its count, so a load and a store will do.
-    fn count_and_borrow_scratch(&self) -> Result<RefMut<'_, Vec<u8>>, BorrowMutError> {
-        let emitted = &self.shared.emitted;
+    /// thread writes its counts, so a load and a store will do.
+    fn count_and_borrow_scratch(
+        &self,
+        level: Level,
+    ) -> Result<RefMut<'_, Vec<u8>>, BorrowMutError> {
+        let emitted = &self.shared.emitted.0[level as usize];
         emitted.store(emitted.load(Ordering::Relaxed) + 1, Ordering::Relaxed);
         self.scratch.try_borrow_mut()
     }
@@ -258,8 +312,10 @@ impl Drop for ThreadState {
     /// A thread that ends inside a call (killed by `pthread_exit`, say)
     /// leaves its kept lines to fd 2, or to the queue that exit writes.
     fn drop(&mut self) {
-        let emitted = self.shared.emitted.swap(0, Ordering::Relaxed);
-        EMITTED_ELSEWHERE.fetch_add(emitted, Ordering::Relaxed);
+        for level in Level::ALL {
+            let emitted = self.shared.emitted.0[level as usize].swap(0, Ordering::Relaxed);
+            EMITTED_ELSEWHERE.add(level, emitted);
+        }
         let taken = self.take_kept();
         write_fd2(taken, Duration::ZERO);
     }
@@ -268,21 +324,22 @@ impl Drop for ThreadState {
 /// The part of a thread's state that other threads read.
 struct Shared {
     kept: Mutex<Kept>,
-    emitted: AtomicU64,
+    emitted: PerLevel,
 }
 
 /// Every live thread's shared state, for the exit flush and `stats`.
 static REGISTRY: Mutex<Vec<Weak<Shared>>> = Mutex::new(Vec::new());
 
-/// Records emitted since the process started.
-fn emitted() -> u64 {
+/// Records emitted since the process started, by level.
+fn emitted() -> [u64; 6] {
     let registry = REGISTRY.lock().unwrap_or_else(|e| e.into_inner());
-    let live: u64 = registry
-        .iter()
-        .filter_map(Weak::upgrade)
-        .map(|shared| shared.emitted.load(Ordering::Relaxed))
-        .sum();
-    live + EMITTED_ELSEWHERE.load(Ordering::Relaxed)
+    let mut total = EMITTED_ELSEWHERE.get();
+    for shared in registry.iter().filter_map(Weak::upgrade) {
+        for (sum, n) in total.iter_mut().zip(shared.emitted.get()) {
+            *sum += n;
+        }
+    }
+    total
 }
 
 fn register(shared: &Arc<Shared>) {

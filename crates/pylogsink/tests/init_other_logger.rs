@@ -1,4 +1,5 @@
-//! `init` after another logger was installed is a clear error, not a panic.
+//! `init` after another logger was installed is a clear error, not a panic,
+//! and leaves that logger's level alone.
 
 struct Other;
 
@@ -13,9 +14,13 @@ impl log::Log for Other {
 #[test]
 fn another_logger_is_reported() {
     log::set_logger(&Other).unwrap();
+    log::set_max_level(log::LevelFilter::Info);
     let err = pylogsink::init().unwrap_err();
-    assert_eq!(err, pylogsink::OtherLoggerInstalled);
+    assert_eq!(err, pylogsink::InitError::OtherLogger);
     assert!(err
         .to_string()
         .contains("another logger is already installed"));
+    // Changing pylogsink's filter does not change the other logger's level.
+    pylogsink::set_filter("trace").unwrap();
+    assert_eq!(log::max_level(), log::LevelFilter::Info);
 }

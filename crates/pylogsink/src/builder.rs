@@ -1,0 +1,146 @@
+//! [`Builder`]: how an extension sets pylogsink up when its module loads.
+//!
+//! The author picks the environment variable that the extension's users
+//! set (`MYRUNTIME_LOG`) and what is logged when they set nothing; the
+//! users decide the rest, at start-up through that variable and at run
+//! time from Python.
+
+use crate::color::{self, ColorChoice};
+use crate::filter::{self, FilterError, DEFAULT_FILTER};
+use crate::level::Level;
+use crate::record::Record;
+use crate::sink::emit_record;
+use std::fmt;
+
+/// The environment variable read when the builder names none.
+pub const DEFAULT_ENV: &str = "PYLOGSINK_LOG";
+
+/// Sets pylogsink up: the filter's variable and default, and color.
+///
+/// ```no_run
+/// # fn main() -> Result<(), pylogsink::InitError> {
+/// pylogsink::Builder::new()
+///     .env("MYRUNTIME_LOG") // what the extension's users set
+///     .default_filter("warn,myruntime=info") // when they set nothing
+///     .init()?;
+/// # Ok(()) }
+/// ```
+#[derive(Clone, Debug)]
+pub struct Builder {
+    env: String,
+    default_filter: String,
+    color: ColorChoice,
+}
+
+impl Default for Builder {
+    fn default() -> Self {
+        Builder::new()
+    }
+}
+
+impl Builder {
+    /// A builder with the defaults: the variable [`DEFAULT_ENV`], the
+    /// filter `"warn"`, color where fd 2 is a terminal.
+    pub fn new() -> Builder {
+        Builder {
+            env: DEFAULT_ENV.to_owned(),
+            default_filter: DEFAULT_FILTER.to_owned(),
+            color: ColorChoice::Auto,
+        }
+    }
+
+    /// The environment variable that holds the users' directives, in
+    /// env_logger's syntax (`warn,myruntime=debug`).
+    pub fn env(mut self, var: &str) -> Builder {
+        self.env = var.to_owned();
+        self
+    }
+
+    /// The directives in force when the variable is unset or empty, or
+    /// when nothing valid is left of it.
+    pub fn default_filter(mut self, spec: &str) -> Builder {
+        self.default_filter = spec.to_owned();
+        self
+    }
+
+    /// Whether records on fd 2 color their level name: [`ColorChoice::Auto`]
+    /// unless set. The users' `NO_COLOR` and `CLICOLOR_FORCE` override it.
+    pub fn color(mut self, choice: ColorChoice) -> Builder {
+        self.color = choice;
+        self
+    }
+
+    /// Installs pylogsink as the `log` crate's logger and puts the filter
+    /// in force: the variable's directives, else the default.
+    ///
+    /// A bad default filter is an [`InitError`] and changes nothing. A bad
+    /// value in the variable never is: the valid directives apply (the
+    /// default, if none is valid), and one Warn record, from target
+    /// `pylogsink`, says what was ignored.
+    ///
+    /// Calling it again is harmless: it reads the variable again and puts
+    /// the settings in force again. If another logger is installed for
+    /// `log`, it returns [`InitError::OtherLogger`] and changes nothing.
+    pub fn init(self) -> Result<(), InitError> {
+        let default = filter::parse_strict(&self.default_filter).map_err(InitError::Filter)?;
+        crate::logger::install().map_err(|()| InitError::OtherLogger)?;
+        let (directives, warning) = filter::from_env(&self.env, default);
+        let max = filter::install(directives);
+        crate::logger::follow_max_level(max);
+        let env = |var| std::env::var_os(var);
+        color::set(color::resolve(
+            self.color,
+            env("NO_COLOR").as_deref(),
+            env("CLICOLOR_FORCE").as_deref(),
+            env("TERM").as_deref(),
+        ));
+        crate::fd::check_terminal();
+        if let Some(warning) = warning {
+            // Said whatever the filter is: it is about the filter itself.
+            emit_record(&Record {
+                level: Level::Warn,
+                target: "pylogsink",
+                file: file!(),
+                line: line!(),
+                message: warning.as_bytes(),
+            });
+        }
+        Ok(())
+    }
+}
+
+/// Sets pylogsink up with the defaults: `Builder::new().init()`.
+pub fn init() -> Result<(), InitError> {
+    Builder::new().init()
+}
+
+/// Why [`Builder::init`] changed nothing.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum InitError {
+    /// Another logger was installed for the `log` crate before.
+    OtherLogger,
+    /// The builder's default filter is not valid.
+    Filter(FilterError),
+}
+
+impl fmt::Display for InitError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            InitError::OtherLogger => f.write_str(
+                "another logger is already installed for the `log` crate; \
+                 pylogsink must be the one that installs it",
+            ),
+            InitError::Filter(err) => write!(f, "the default filter: {err}"),
+        }
+    }
+}
+
+impl std::error::Error for InitError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            InitError::OtherLogger => None,
+            InitError::Filter(err) => Some(err),
+        }
+    }
+}

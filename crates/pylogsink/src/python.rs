@@ -1,0 +1,72 @@
+//! The controls an extension hands to its Python users.
+//!
+//! What is logged is the users' choice, and most of them never write Rust:
+//! [`add_functions`] puts the filter and the counts within their reach, as
+//! functions of the extension's own module.
+
+use crate::filter;
+use crate::level::Level;
+use crate::sink::stats;
+use pyo3::exceptions::PyValueError;
+use pyo3::prelude::*;
+use pyo3::types::PyDict;
+
+/// Adds `set_log_filter`, `log_filter` and `log_stats` to the extension's
+/// module:
+///
+/// ```no_run
+/// use pyo3::prelude::*;
+///
+/// #[pymodule]
+/// fn my_runtime(m: &Bound<'_, PyModule>) -> PyResult<()> {
+///     pylogsink::init().map_err(|e| pyo3::exceptions::PyRuntimeError::new_err(e.to_string()))?;
+///     pylogsink::python::add_functions(m)
+/// }
+/// ```
+///
+/// Their stubs, for the extension's `.pyi`:
+///
+/// ```python
+/// def set_log_filter(spec: str) -> None:
+///     """Sets which records are logged, in env_logger's syntax
+///     ("warn,my_runtime=debug"); ValueError names a bad directive."""
+/// def log_filter() -> str:
+///     """The directives in force."""
+/// def log_stats() -> dict[str, int]:
+///     """Records emitted (in all and per level: "trace" ... "fatal"),
+///     lines left out ("left_out") and bytes fd 2 refused ("failed_bytes")."""
+/// ```
+pub fn add_functions(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(set_log_filter, m)?)?;
+    m.add_function(wrap_pyfunction!(log_filter, m)?)?;
+    m.add_function(wrap_pyfunction!(log_stats, m)?)
+}
+
+/// Sets which records are logged, in env_logger's syntax
+/// ("warn,my_runtime=debug"). A bad directive raises ValueError naming it,
+/// and the filter in force stays as it was.
+#[pyfunction]
+fn set_log_filter(spec: &str) -> PyResult<()> {
+    filter::set_filter(spec).map_err(|e| PyValueError::new_err(e.to_string()))
+}
+
+/// The directives in force, joined with commas.
+#[pyfunction]
+fn log_filter() -> String {
+    filter::filter()
+}
+
+/// Records emitted (in all, and per level), lines left out of full buffers
+/// (each counted in a written note) and bytes that fd 2 refused.
+#[pyfunction]
+fn log_stats(py: Python<'_>) -> PyResult<Bound<'_, PyDict>> {
+    let s = stats();
+    let dict = PyDict::new(py);
+    dict.set_item("emitted", s.emitted)?;
+    for level in Level::ALL {
+        dict.set_item(level.to_string().to_lowercase(), s.by_level[level as usize])?;
+    }
+    dict.set_item("left_out", s.left_out)?;
+    dict.set_item("failed_bytes", s.failed_bytes)?;
+    Ok(dict)
+}

@@ -1,0 +1,21 @@
+//! The one record type: every front end (`log`, [`emit`](crate::emit))
+//! turns what it was given into a [`Record`], and everything after that,
+//! the routing and the format, sees only this.
+
+use crate::level::Level;
+
+/// One log record, as a front end hands it over.
+#[derive(Clone, Copy, Debug)]
+pub struct Record<'a> {
+    /// How severe it is.
+    pub level: Level,
+    /// Where it comes from, by name: a Rust module path (`ureq::stream`)
+    /// or a component of a C or C++ runtime. May be empty.
+    pub target: &'a str,
+    /// The source file; only its base name is written. May be empty.
+    pub file: &'a str,
+    /// The line in `file`; 0 if unknown.
+    pub line: u32,
+    /// The message: any bytes, UTF-8 or not.
+    pub message: &'a [u8],
+}
