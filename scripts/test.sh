@@ -9,11 +9,13 @@ cargo fmt --all -- --check
 cargo clippy --all-targets -- -D warnings
 cargo test --workspace
 
-echo "== build the wheel"
+echo "== build the wheels (pylogsink, and the test extension in tests/ext)"
 python3 -m pip install -q --disable-pip-version-check "maturin>=1.8,<2"
 rm -rf dist
 python3 -m maturin build --release -q -o dist
+(cd tests/ext && python3 -m maturin build --release -q -o ../../dist)
 wheel=$(ls dist/pylogsink-*.whl)
+testext_wheel=$(ls dist/pylogsink_testext-*.whl)
 
 status=0
 ran=0
@@ -23,7 +25,7 @@ for py in $(scripts/pythons.sh); do
   echo "== Python $version ($py)"
   [ -x "$venv/bin/python" ] || "$py" -m venv "$venv"
   "$venv/bin/python" -m pip install -q --disable-pip-version-check -r tests/requirements.txt
-  "$venv/bin/python" -m pip install -q --disable-pip-version-check --force-reinstall --no-deps "$wheel"
+  "$venv/bin/python" -m pip install -q --disable-pip-version-check --force-reinstall --no-deps "$wheel" "$testext_wheel"
   "$venv/bin/python" -m pytest -p no:cacheprovider tests "$@" || status=1
   ran=$((ran + 1))
 done

@@ -32,7 +32,7 @@ def account(text: str, count: int) -> tuple[list[int], int]:
             left_out += int(note.group(1))
             continue
         if line.startswith("[20"):
-            m = re.fullmatch(r"\[[0-9T:.Z-]+ \w+ +runtime\.rs:\d+\] line (\d{7}) of (\d+)\.*", line)
+            m = re.fullmatch(r"\[[0-9T:.Z-]+ \w+ +_pylogsink::runtime runtime\.rs:\d+\] line (\d{7}) of (\d+)\.*", line)
             assert m, f"malformed record: {line!r}"
             assert int(m.group(2)) == count
             numbers.append(int(m.group(1)))
@@ -106,6 +106,8 @@ def test_busy_terminal_returns_then_delivers() -> None:
         stdout=subprocess.PIPE,
         stderr=slave,
         text=True,
+        # Routing, not color, is under test here (test_color.py has color).
+        env={**os.environ, "NO_COLOR": "1"},
     )
     os.close(slave)
     try:
@@ -194,7 +196,7 @@ def test_closed_pipe_neither_hangs_nor_crashes() -> None:
     read, write = os.pipe()
     os.close(read)
     done = subprocess.run(
-        [sys.executable, "-c", "import json, pylogsink; pylogsink.log_lines(1000); print(json.dumps(pylogsink.stats()))"],
+        [sys.executable, "-c", "import json, pylogsink; pylogsink.log_lines(1000); print(json.dumps(pylogsink.log_stats()))"],
         stderr=write,
         stdout=subprocess.PIPE,
         text=True,
@@ -220,6 +222,6 @@ def test_threads_write_whole_lines() -> None:
     lines = done.stderr.splitlines()
     assert len(lines) == 8 * 500
     for line in lines:
-        assert re.fullmatch(r"\[[0-9T:.Z-]+ INFO  runtime\.rs:\d+\] line \d{7} of 500\.*", line), line[:120]
+        assert re.fullmatch(r"\[[0-9T:.Z-]+ INFO  _pylogsink::runtime runtime\.rs:\d+\] line \d{7} of 500\.*", line), line[:120]
     sizes = sorted(len(line) + 1 for line in lines)
     assert sorted(set(sizes)) == [100, 150, 300, 1000, 2000, 4000, 4096]

@@ -53,13 +53,13 @@ def test_outside_a_call_a_stalled_fd2_never_blocks_the_thread_long() -> None:
 
 
 def test_every_line_is_written_or_counted(capsys: object) -> None:
-    before = pylogsink.stats()
+    before = pylogsink.log_stats()
     buf = io.StringIO()
     counts = [1, 700, 5, 3000, 42]
     with contextlib.redirect_stderr(buf):
         for n in counts:
             pylogsink.log_lines(n, size=100)
-    after = pylogsink.stats()
+    after = pylogsink.log_stats()
     text = buf.getvalue()
     noted = sum(int(line.split()[1]) for line in text.splitlines() if line.startswith("[pylogsink]"))
     assert after["emitted"] - before["emitted"] == sum(counts)

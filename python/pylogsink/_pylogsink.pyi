@@ -3,7 +3,7 @@
 from typing import Callable, Literal, TypeVar
 
 _T = TypeVar("_T")
-_Level = Literal["debug", "info", "warn", "warning", "error", "fatal", "critical"]
+_Level = Literal["trace", "debug", "info", "warn", "warning", "error", "fatal", "critical"]
 
 def set_sink(name: Literal["pylogsink", "naive", "fd2"]) -> None:
     """Log through pylogsink (the default), through sys.stderr.write with the
@@ -74,8 +74,16 @@ class BackgroundLogger:
 def start_background_logger(count: int, interval: float = 0.0) -> BackgroundLogger:
     """Starts a native thread that logs count lines, interval seconds apart."""
 
-def stats() -> dict[str, int]:
-    """Counts: 'emitted', 'left_out' (lines noted as left out), 'failed_bytes'."""
+def set_log_filter(spec: str) -> None:
+    """Sets which records are logged, in env_logger's syntax
+    ("warn,_pylogsink::runtime=debug"); ValueError names a bad directive."""
+
+def log_filter() -> str:
+    """The directives in force."""
+
+def log_stats() -> dict[str, int]:
+    """Records emitted (in all and per level: "trace" ... "fatal"),
+    lines left out ("left_out") and bytes fd 2 refused ("failed_bytes")."""
 
 def set_stall_wait(seconds: float) -> None:
     """How long a line waits for room on fd 2 before it is kept or queued."""

@@ -38,7 +38,7 @@ def main() -> int:
         "import pylogsink\n"
         f"pylogsink.set_sink({sink!r})\n"
         f"n = pylogsink.log_lines({lines}, size=100)\n"
-        "print('returned', n, pylogsink.stats())\n"
+        "print('returned', n, pylogsink.log_stats())\n"
     )
     cells = [("%%capture captured\n" if capture else "") + cell]
     if capture:

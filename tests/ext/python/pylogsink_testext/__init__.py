@@ -1,0 +1,23 @@
+"""A test extension whose log lines come from real crates: ureq's requests
+and tracing's events and spans, both through the ``log`` crate, filtered by
+pylogsink (``PYLOGSINK_TESTEXT_LOG`` at import, ``set_log_filter`` later)."""
+
+from pylogsink_testext._testext import (
+    http_get,
+    log_at,
+    log_enabled,
+    log_filter,
+    log_stats,
+    set_log_filter,
+    tracing_work,
+)
+
+__all__ = [
+    "http_get",
+    "log_at",
+    "log_enabled",
+    "log_filter",
+    "log_stats",
+    "set_log_filter",
+    "tracing_work",
+]

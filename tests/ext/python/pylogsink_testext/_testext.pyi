@@ -1,0 +1,26 @@
+"""Type stubs for the test extension, ``pylogsink_testext._testext``."""
+
+from typing import Any, Literal
+
+_Level = Literal["trace", "debug", "info", "warn", "error"]
+
+def http_get(url: str) -> int:
+    """A GET with ureq; returns the status code, raises RuntimeError on failure."""
+
+def tracing_work(name: str) -> None:
+    """Emits tracing events (TRACE to WARN, target testext::work) inside a span."""
+
+def log_at(level: _Level, target: str, message: str) -> None:
+    """Hands one record to the logger without asking whether it is enabled."""
+
+def log_enabled(level: _Level, target: str) -> tuple[bool, bool]:
+    """The logger's enabled() answer, and whether level is within log::max_level()."""
+
+def set_log_filter(spec: str) -> None:
+    """Sets the filter (env_logger directives); ValueError on a bad directive, filter unchanged."""
+
+def log_filter() -> str:
+    """The filter in force."""
+
+def log_stats() -> dict[str, Any]:
+    """pylogsink's counts."""
