@@ -111,9 +111,11 @@ fn is_control(cp: u32) -> bool {
     cp <= 0x1F || (0x7F..=0x9F).contains(&cp)
 }
 
-/// What `escape_into` makes of one decoded character.
-fn escape_char(c: char, out: &mut String) {
+/// What `escape_into` makes of one decoded character, given the one after
+/// it (a CR right before a newline is part of that newline).
+fn escape_char(c: char, next: Option<char>, out: &mut String) {
     match c {
+        '\r' if next == Some('\n') => {}
         '\n' => out.push_str("\n    "),
         '\t' => out.push('\t'),
         c if is_control(c as u32) => out.push_str(&hex_escape(c as u32 as u8)),
@@ -124,9 +126,13 @@ fn escape_char(c: char, out: &mut String) {
 /// What `escape_into` should write, from the pieces.
 fn reference_escape(pieces: &[Piece]) -> String {
     let mut out = String::new();
-    for &p in pieces {
+    for (i, &p) in pieces.iter().enumerate() {
+        let next = match pieces.get(i + 1) {
+            Some(&Piece::Char(cp)) => char::from_u32(cp),
+            _ => None,
+        };
         match p {
-            Piece::Char(cp) => escape_char(char::from_u32(cp).unwrap(), &mut out),
+            Piece::Char(cp) => escape_char(char::from_u32(cp).unwrap(), next, &mut out),
             Piece::Invalid(b) => out.push_str(&hex_escape(b)),
         }
     }
@@ -190,8 +196,9 @@ fuzz_target!(|data: &[u8]| {
     // newlines escaped: undoing that step by step on the decoded text must
     // give exactly escape_into's output.
     let mut from_decoded = String::new();
-    for c in decoded.chars() {
-        escape_char(c, &mut from_decoded);
+    let mut chars = decoded.chars().peekable();
+    while let Some(c) = chars.next() {
+        escape_char(c, chars.peek().copied(), &mut from_decoded);
     }
     assert_eq!(
         text, from_decoded,
