@@ -53,6 +53,20 @@ Why each measurement exists:
    under callgrind, bare write against fmt+write and the direct line: a
    count that clock noise cannot move (the kernel's part of a write is not
    counted, so this shows only what runs in user space).
+9. filter: what the filter costs, on /dev/null, 100-byte records inside a
+   call, all with `pylogsink::emit`. A record it drops by level (Debug
+   under "info"), and one dropped by a target directive (Info from
+   `myruntime::noisy::x` under "info,myruntime::noisy=off"), in ns per
+   record; and an enabled record under that per-target filter against the
+   same under plain "info", as a ratio: the cost of the target lookup on
+   every record that is logged. The `log` macros are not measured:
+   pyo3-log is `log`'s logger here, and `log`'s macros drop what is below
+   `log::max_level()` before any logger is asked. SPEC: "a record the
+   filter drops: no formatting, no allocation, a level compare"; the proxy
+   used is at most 10 ns per record dropped by level.
+
+Every measurement but (9) runs with the filter "info", so that each of its
+Info records is logged; (9) changes the filter and puts "info" back.
 """
 
 import datetime
@@ -80,7 +94,10 @@ BUDGET = {
     "threads": {"rounds": (1, 3), "lines": (100_000, 400_000)},
     "memory": {"calls": (200_000, 1_000_000)},
     "instructions": {"n": 20_000},
+    "filter": {"rounds": (5, 11), "n": (40_000, 200_000), "dropped_n": (1_000_000, 5_000_000)},
 }
+TARGET = "myruntime::backend"
+PER_TARGET_FILTER = "info,myruntime::noisy=off"
 
 # ---------------------------------------------------------------- child side
 
@@ -175,7 +192,7 @@ def child_sinks(p, b):
 
     handler = logging.StreamHandler(sys.stderr)
     fmt = logging.Formatter(
-        "[%(asctime)s.%(msecs)03d000Z %(levelname)-5s %(filename)s:%(lineno)d] %(message)s",
+        "[%(asctime)s.%(msecs)03d000Z %(levelname)-5s %(name)s %(filename)s:%(lineno)d] %(message)s",
         "%Y-%m-%dT%H:%M:%S",
     )
     fmt.converter = time.gmtime
@@ -185,7 +202,7 @@ def child_sinks(p, b):
     root.setLevel(logging.INFO)
     size = 100
     message = b.record_bytes(size).decode().split("] ", 1)[1].rstrip("\n")
-    sample = logging.LogRecord("pylogsink_bench", logging.INFO, "src/lib.rs", 170, message, (), None)
+    sample = logging.LogRecord(TARGET.replace("::", "."), logging.INFO, "src/lib.rs", 170, message, (), None)
     n = p["n"]
     counts = {"pylogsink": n, "naive": n // 5, "pyo3-log": n // 20}
     sinks = {
@@ -199,6 +216,31 @@ def child_sinks(p, b):
         p["rounds"], {name: lambda n=counts[name], run=run: n / run(n) * 1e9 for name, run in sinks.items()}
     )
     return {"lines_per_s": lines_per_s, "bytes_per_line": {"pyo3-log": len(fmt.format(sample)) + 1, "other": size}}
+
+
+def child_filter(p, b):
+    cases = {  # name: (records, filter, level, target)
+        "plain": (p["n"], "info", "info", TARGET),
+        "per_target": (p["n"], PER_TARGET_FILTER, "info", TARGET),
+        "dropped_level": (p["dropped_n"], "info", "debug", TARGET),
+        "dropped_target": (p["dropped_n"], PER_TARGET_FILTER, "info", "myruntime::noisy::x"),
+    }
+
+    def run(name, n=None):
+        records, spec, level, target = cases[name]
+        n = n or records
+        ns, logged = b.filtered_lines(n, 100, spec, level, target)
+        # A dropped record that was logged, or the reverse, would make the
+        # figure measure the other case.
+        expected = 0 if name.startswith("dropped") else n
+        if logged != expected:
+            raise AssertionError(f"{name}: {logged} of {n} records logged, expected {expected}")
+        return ns / n
+
+    for name in cases:
+        run(name, 1000)
+    figures = interleaved(p["rounds"], {name: lambda name=name: run(name) for name in cases})
+    return {"ns_per_record": figures, "n": p["n"], "dropped_n": p["dropped_n"]}
 
 
 def child_threads(p, b):
@@ -394,6 +436,16 @@ def measure(quick, say):
     fig["memory"] = m
     target(f"RSS growth after the first {rss[1][0] // 1000}k calls", m["growth_kib"], "<=", 1024, "KiB")
 
+    say("filter: dropped records, the per-target lookup")
+    p = pick(BUDGET["filter"], quick)
+    f = run_child({"task": "filter", **p}, "null")
+    ns = f["ns_per_record"]
+    f["dropped_level_ns"] = statistics.median(ns["dropped_level"])
+    f["dropped_target_ns"] = statistics.median(ns["dropped_target"])
+    f["ratio_per_target"] = median_ratio(ns["per_target"], ns["plain"])
+    fig["filter"] = f
+    target("dropped by level (proxy: a level compare)", f["dropped_level_ns"], "<=", 10, "ns")
+
     if not quick and shutil.which("valgrind"):
         say("instructions per line (callgrind)")
         p = BUDGET["instructions"]
@@ -497,6 +549,39 @@ def report(m, fig, targets, quick):
             "8. user-space instructions per 100 B line (callgrind, kernel not counted)",
             f"  bare write {i['bare']:.0f}, fmt+write {i['format_write']:.0f}, direct line {i['direct']:.0f}",
         ]
+    f = fig["filter"]
+    ns = f["ns_per_record"]
+
+    def row(name, x, fmt, note):
+        return f"  {name:<48}{fmt.format(x):>8}  {note}"
+
+    lines += [
+        "",
+        "9. Filter: 100 B records on /dev/null inside a call, median of rounds (min in parentheses)",
+        row(
+            "dropped record (level), ns",
+            f["dropped_level_ns"],
+            "{:.1f}",
+            f"({min(ns['dropped_level']):.1f})  emit(Debug) under \"info\"",
+        ),
+        row(
+            "dropped record (target directive), ns",
+            f["dropped_target_ns"],
+            "{:.1f}",
+            f"({min(ns['dropped_target']):.1f})  emit(Info, \"myruntime::noisy::x\") under \"{PER_TARGET_FILTER}\"",
+        ),
+        row(
+            "enabled direct, per-target filter / plain",
+            f["ratio_per_target"],
+            "{:.2f}x",
+            f"{statistics.median(ns['per_target']):.0f} ns under \"{PER_TARGET_FILTER}\", "
+            f"{statistics.median(ns['plain']):.0f} ns under \"info\"",
+        ),
+        "  log macros: not measured (pyo3-log is log's logger in this process); log's macros drop",
+        "  records below log::max_level() before any logger is asked",
+        '  SPEC "a record the filter drops: no formatting, no allocation, a level compare":',
+        "  proxy used, dropped by level <= 10 ns (in Targets)",
+    ]
     lines += ["", "Targets (SPEC)", f"  {'figure':<44}{'measured':>12}  {'target':<13} met"]
     for t in targets:
         limit = t["op"] + " " + fmt_num(t["limit"], t["unit"])

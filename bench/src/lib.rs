@@ -9,19 +9,25 @@
 //! against them are conservative.
 //!
 //! pyo3-log is installed as the `log` crate's logger (only one logger per
-//! process), and pylogsink is driven through [`pylogsink::emit`] directly.
+//! process), and pylogsink is driven through [`pylogsink::emit`] directly,
+//! with the filter "info", so that the Info records of every measurement
+//! are logged; the filter's own measurements change it and put it back.
 
 use pylogsink::format::format_record;
-use pylogsink::{emit, Level};
+use pylogsink::{emit, Level, Record};
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::PyString;
 use std::sync::Barrier;
 use std::time::{Instant, SystemTime};
 
-/// The source location every benchmark record carries.
+/// The target and source location every benchmark record carries.
+const TARGET: &str = "myruntime::backend";
 const FILE: &str = file!();
 const LINE: u32 = line!();
+
+/// The filter every measurement runs with, unless it says otherwise.
+const FILTER: &str = "info";
 
 fn nanos(since: Instant) -> u64 {
     since.elapsed().as_nanos() as u64
@@ -29,14 +35,15 @@ fn nanos(since: Instant) -> u64 {
 
 fn record(message: &[u8]) -> Vec<u8> {
     let mut out = Vec::with_capacity(message.len() + 64);
-    format_record(
-        &mut out,
-        SystemTime::now(),
-        Level::Info,
-        FILE,
-        LINE,
+    let record = Record {
+        level: Level::Info,
+        target: TARGET,
+        file: FILE,
+        line: LINE,
         message,
-    );
+    };
+    // No color: fd 2 is never a terminal here.
+    format_record(&mut out, SystemTime::now(), &record, false);
     out
 }
 
@@ -94,9 +101,9 @@ fn loop_format_write(n: u64, message: &[u8]) {
 }
 
 #[inline(never)]
-fn loop_emit(n: u64, message: &[u8]) {
+fn loop_emit(n: u64, level: Level, target: &str, message: &[u8]) {
     for _ in 0..n {
-        emit(Level::Info, FILE, LINE, message);
+        emit(level, target, FILE, LINE, message);
     }
 }
 
@@ -108,9 +115,43 @@ fn direct_lines(py: Python<'_>, n: u64, size: usize) -> PyResult<u64> {
     let message = message_for(size)?;
     pylogsink::call(py, || {
         let start = Instant::now();
-        loop_emit(n, &message);
+        loop_emit(n, Level::Info, TARGET, &message);
         Ok(nanos(start))
     })
+}
+
+/// `pylogsink::set_filter`, its error as Python's.
+fn set_filter(spec: &str) -> PyResult<()> {
+    pylogsink::set_filter(spec).map_err(|e| PyValueError::new_err(e.to_string()))
+}
+
+/// `n` records of `size` bytes at `level` from `target` through
+/// `pylogsink::emit`, inside one `pylogsink::call` as [`direct_lines`],
+/// with the filter `spec` in force; [`FILTER`] is put back afterwards.
+/// Returns the nanoseconds of the loop and how many records were logged,
+/// so that the caller can check that the filter did what was meant.
+#[pyfunction]
+fn filtered_lines(
+    py: Python<'_>,
+    n: u64,
+    size: usize,
+    spec: &str,
+    level: &str,
+    target: &str,
+) -> PyResult<(u64, u64)> {
+    let level = Level::parse(level)
+        .ok_or_else(|| PyValueError::new_err(format!("unknown level {level:?}")))?;
+    let message = message_for(size)?;
+    set_filter(spec)?;
+    let before = pylogsink::stats().emitted;
+    let ns = pylogsink::call(py, || {
+        let start = Instant::now();
+        loop_emit(n, level, target, &message);
+        Ok(nanos(start))
+    });
+    let logged = pylogsink::stats().emitted - before;
+    set_filter(FILTER)?;
+    Ok((ns?, logged))
 }
 
 /// `n` records of `size` bytes in one call with `sys.stderr` replaced, so
@@ -122,7 +163,7 @@ fn kept_lines(py: Python<'_>, n: u64, size: usize) -> PyResult<(u64, u64)> {
     let start = Instant::now();
     let mut emitted = 0;
     pylogsink::call(py, || {
-        loop_emit(n, &message);
+        loop_emit(n, Level::Info, TARGET, &message);
         emitted = nanos(start);
         Ok(())
     })?;
@@ -157,7 +198,7 @@ fn noop_call(py: Python<'_>) -> PyResult<()> {
 fn log_call(py: Python<'_>, lines: u32, size: usize) -> PyResult<()> {
     let message = message_for(size)?;
     pylogsink::call(py, || {
-        loop_emit(u64::from(lines), &message);
+        loop_emit(u64::from(lines), Level::Info, TARGET, &message);
         Ok(())
     })
 }
@@ -180,12 +221,13 @@ fn naive_lines(n: u64, size: usize) -> PyResult<u64> {
 }
 
 /// `n` lines through `log::info!` to pyo3-log (Python's `logging` is set
-/// up by the caller); `message` is the text of each line.
+/// up by the caller); `message` is the text of each line, and the target
+/// the same as pylogsink's records (pyo3-log's logger `myruntime.backend`).
 #[pyfunction]
 fn pyo3log_lines(n: u64, message: &str) -> u64 {
     let start = Instant::now();
     for _ in 0..n {
-        log::info!("{message}");
+        log::info!(target: TARGET, "{message}");
     }
     nanos(start)
 }
@@ -219,7 +261,7 @@ fn threads_lines(py: Python<'_>, threads: usize, n: u64, size: usize, sink: &str
                 if fd2 {
                     loop_bare(1, &record(&message));
                 } else {
-                    emit(Level::Info, FILE, LINE, &message);
+                    emit(Level::Info, TARGET, FILE, LINE, &message);
                 }
             }
             Instant::now()
@@ -361,14 +403,18 @@ fn stats() -> (u64, u64, u64) {
     (s.emitted, s.left_out, s.failed_bytes)
 }
 
-/// The module: installs pyo3-log as the `log` crate's logger.
+/// The module: installs pyo3-log as the `log` crate's logger, and sets
+/// pylogsink's filter to [`FILTER`] (the default, "warn", would drop the
+/// benchmark's Info records).
 #[pymodule]
 fn pylogsink_bench(m: &Bound<'_, PyModule>) -> PyResult<()> {
     pyo3_log::try_init().map_err(|e| pyo3::exceptions::PyRuntimeError::new_err(e.to_string()))?;
+    set_filter(FILTER)?;
     m.add_function(wrap_pyfunction!(record_bytes, m)?)?;
     m.add_function(wrap_pyfunction!(bare_write, m)?)?;
     m.add_function(wrap_pyfunction!(format_write, m)?)?;
     m.add_function(wrap_pyfunction!(direct_lines, m)?)?;
+    m.add_function(wrap_pyfunction!(filtered_lines, m)?)?;
     m.add_function(wrap_pyfunction!(kept_lines, m)?)?;
     m.add_function(wrap_pyfunction!(python_write_once, m)?)?;
     m.add_function(wrap_pyfunction!(noop, m)?)?;
