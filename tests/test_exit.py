@@ -23,9 +23,9 @@ RUNS = 30
 CPYTHON_310_SEGV_ALLOWED = 3 if sys.version_info[:2] == (3, 10) else 0
 
 
-def daemon_exit(replaced: bool) -> str:
+def daemon_exit(replaced: bool, destination: str = "stderr") -> str:
     """One run: 'ok', 'hung', 'cpython-3.10-segv', or how it crashed."""
-    cmd = [sys.executable, "-m", "pylogsink.scenarios", "daemon-exit"]
+    cmd = [sys.executable, "-m", "pylogsink.scenarios", "daemon-exit", "--destination", destination]
     if replaced:
         cmd.append("--replaced")
     try:
@@ -41,10 +41,11 @@ def daemon_exit(replaced: bool) -> str:
 
 
 @pytest.mark.timeout(600)
+@pytest.mark.parametrize("destination", ["stderr", "logging"])
 @pytest.mark.parametrize("replaced", [False, True], ids=["own-stderr", "replaced-stderr"])
-def test_daemon_threads_logging_at_exit_never_crash_or_hang(replaced: bool) -> None:
+def test_daemon_threads_logging_at_exit_never_crash_or_hang(replaced: bool, destination: str) -> None:
     with ThreadPoolExecutor(2) as pool:
-        outcomes = list(pool.map(daemon_exit, [replaced] * RUNS))
+        outcomes = list(pool.map(daemon_exit, [replaced] * RUNS, [destination] * RUNS))
     bad = [o for o in outcomes if o not in ("ok", "cpython-3.10-segv")]
     assert bad == [], f"{len(bad)} of {RUNS} runs failed: {bad}"
     assert outcomes.count("cpython-3.10-segv") <= CPYTHON_310_SEGV_ALLOWED, outcomes

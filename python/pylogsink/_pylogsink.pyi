@@ -81,6 +81,13 @@ def set_log_filter(spec: str) -> None:
 def log_filter() -> str:
     """The directives in force."""
 
+def set_log_destination(name: Literal["logging", "stderr"]) -> None:
+    """Sends records to Python's logging ("logging") or to stderr as text
+    ("stderr"); ValueError for anything else."""
+
+def log_destination() -> Literal["logging", "stderr"]:
+    """Where records go: "logging" or "stderr"."""
+
 def log_stats() -> dict[str, int]:
     """Records emitted (in all and per level: "trace" ... "fatal"),
     lines left out ("left_out") and bytes fd 2 refused ("failed_bytes")."""

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
 import sys
 import threading
 import time
@@ -91,10 +92,14 @@ def two_threads(sink: str, iterations: int, detached: bool) -> dict[str, object]
     }
 
 
-def daemon_exit(sink: str, replaced: bool, threads: int = 4) -> None:
+def daemon_exit(sink: str, replaced: bool, destination: str = "stderr", threads: int = 4) -> None:
     """Daemon threads keep logging inside calls while the main thread exits.
     Prints nothing: the exit status says whether the process crashed."""
     pylogsink.set_sink(sink)
+    if destination == "logging":
+        # Records start with "[", as on stderr, for the test to tell them apart.
+        logging.basicConfig(level=logging.INFO, format="[%(levelname)s %(name)s] %(message)s")
+        pylogsink.set_log_destination("logging")
     if replaced:
         # A writer that hands the GIL away, as a real stream does.
         sys.stderr = SlowStderr(delay=0.0001)  # type: ignore[assignment]
@@ -118,9 +123,10 @@ def main(argv: list[str] | None = None) -> int:
     exit_ = sub.add_parser("daemon-exit", help=daemon_exit.__doc__)
     exit_.add_argument("--sink", choices=["pylogsink", "naive"], default="pylogsink")
     exit_.add_argument("--replaced", action="store_true", help="replace sys.stderr first")
+    exit_.add_argument("--destination", choices=["stderr", "logging"], default="stderr")
     args = parser.parse_args(argv)
     if args.scenario == "daemon-exit":
-        daemon_exit(args.sink, args.replaced)
+        daemon_exit(args.sink, args.replaced, args.destination)
         return 0
     result = two_threads(args.sink, args.iterations, args.detached)
     print(json.dumps(result), flush=True)

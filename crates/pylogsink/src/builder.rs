@@ -6,6 +6,7 @@
 //! time from Python.
 
 use crate::color::{self, ColorChoice};
+use crate::destination::{set_destination, Destination};
 use crate::filter::{self, FilterError, DEFAULT_FILTER};
 use crate::level::Level;
 use crate::record::Record;
@@ -30,6 +31,8 @@ pub struct Builder {
     env: String,
     default_filter: String,
     color: ColorChoice,
+    destination: Destination,
+    logger_prefix: String,
 }
 
 impl Default for Builder {
@@ -46,6 +49,8 @@ impl Builder {
             env: DEFAULT_ENV.to_owned(),
             default_filter: DEFAULT_FILTER.to_owned(),
             color: ColorChoice::Auto,
+            destination: Destination::Stderr,
+            logger_prefix: String::new(),
         }
     }
 
@@ -70,6 +75,27 @@ impl Builder {
         self
     }
 
+    /// Where records go: text on stderr ([`Destination::Stderr`], unless
+    /// set) or Python's `logging` ([`Destination::Logging`]).
+    ///
+    /// With `logging`, the default filter does not apply: Python's logger
+    /// levels decide, together with the directives the users set, if any.
+    /// Its Python side (a thread that delivers records logged outside any
+    /// call) starts in [`python::add_functions`](crate::python::add_functions),
+    /// or else at the first call.
+    pub fn destination(mut self, destination: Destination) -> Builder {
+        self.destination = destination;
+        self
+    }
+
+    /// A prefix for the names of the Python loggers that records go to
+    /// with the `logging` destination: with `"native"`, a record from
+    /// `ureq::stream` goes to the logger `native.ureq.stream`.
+    pub fn logger_prefix(mut self, prefix: &str) -> Builder {
+        self.logger_prefix = prefix.to_owned();
+        self
+    }
+
     /// Installs pylogsink as the `log` crate's logger and puts the filter
     /// in force: the variable's directives, else the default.
     ///
@@ -84,9 +110,10 @@ impl Builder {
     pub fn init(self) -> Result<(), InitError> {
         let default = filter::parse_strict(&self.default_filter).map_err(InitError::Filter)?;
         crate::logger::install().map_err(|()| InitError::OtherLogger)?;
-        let (directives, warning) = filter::from_env(&self.env, default);
-        let max = filter::install(directives);
-        crate::logger::follow_max_level(max);
+        crate::logging::set_prefix(&self.logger_prefix);
+        set_destination(self.destination);
+        let (directives, source, warning) = filter::from_env(&self.env, default);
+        filter::install(directives, source);
         let env = |var| std::env::var_os(var);
         color::set(color::resolve(
             self.color,

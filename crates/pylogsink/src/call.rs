@@ -5,12 +5,13 @@
 //! call starts (is `sys.stderr` the process's own?) and when it returns
 //! (write the lines it kept). The log function itself never touches Python.
 
+use crate::destination::to_logging;
 use crate::format::decode_backslashreplace;
 use crate::kept::Taken;
 use crate::route::{daemon_avoids_python, return_plan, ReturnPlan, Sink};
 use crate::sink::{
-    count_noted, exit_wait, queue_pending, stall_wait, write_everything, write_fd2, write_queue,
-    ThreadState, THREAD,
+    count_noted, exit_wait, pending_waiting, queue_pending, queue_pending_as_text, stall_wait,
+    write_everything, write_fd2, write_queue, ThreadState, THREAD,
 };
 use pyo3::exceptions::PyException;
 use pyo3::prelude::*;
@@ -37,6 +38,9 @@ pub fn call<T>(py: Python<'_>, f: impl FnOnce() -> PyResult<T>) -> PyResult<T> {
     let mut f = Some(f);
     let run = |t: &ThreadState| {
         let outermost = t.enter(|| stderr_is_own(py));
+        if outermost && to_logging() {
+            crate::logging::on_call_entry(py);
+        }
         let result = std::panic::catch_unwind(AssertUnwindSafe(f.take().expect("runs once")));
         let left = t.leave().filter(|_| outermost);
         (left, result)
@@ -47,7 +51,9 @@ pub fn call<T>(py: Python<'_>, f: impl FnOnce() -> PyResult<T>) -> PyResult<T> {
         Err(_) => return f.take().expect("not run yet")(),
     };
     let interrupt = match left {
-        Some((sink, kept_any)) if kept_any || queue_pending() => write_at_return(py, sink),
+        Some((sink, waiting)) if waiting || queue_pending() || pending_waiting() => {
+            write_at_return(py, sink)
+        }
         _ => None,
     };
     let result = match result {
@@ -75,7 +81,10 @@ fn register_exit_flush(py: Python<'_>) {
     static REGISTERED: Once = Once::new();
     REGISTERED.call_once(|| {
         let flush = PyCFunction::new_closure(py, Some(c"pylogsink_exit_flush"), None, |args, _| {
-            args.py().detach(|| write_everything(exit_wait()));
+            let py = args.py();
+            // Records for `logging` first, while Python can take them.
+            crate::logging::at_exit(py);
+            py.detach(|| write_everything(exit_wait()));
         });
         let registered = flush.and_then(|f| py.import("atexit")?.call_method1("register", (f,)));
         if let Err(err) = registered {
@@ -85,9 +94,34 @@ fn register_exit_flush(py: Python<'_>) {
     });
 }
 
-/// Writes what the call kept, and what waits in the process-wide queue.
-/// Returns an exception raised by a signal handler during the write.
+/// Writes what the call kept, and what waits in the process-wide queue,
+/// then hands the records that wait for `logging` over. Returns an
+/// exception raised by a signal handler during the write, or by a handler.
 fn write_at_return(py: Python<'_>, sink: Sink) -> Option<PyErr> {
+    let written = write_text_at_return(py, sink);
+    let delivered = deliver_at_return(py);
+    written.or(delivered)
+}
+
+/// Hands the records for `logging` over: the call's, and those logged
+/// outside any call. Where this thread must avoid Python (the daemon rule)
+/// they go to fd 2 as text.
+fn deliver_at_return(py: Python<'_>) -> Option<PyErr> {
+    let own = THREAD.with(|t| t.pending_any.get());
+    if !own && !pending_waiting() {
+        return None;
+    }
+    if avoid_python(py) {
+        let own = THREAD.with(|t| t.take_pending());
+        queue_pending_as_text(&own);
+        write_fd2(Taken::default(), Duration::ZERO);
+        return None;
+    }
+    crate::logging::deliver_at_return(py)
+}
+
+/// Writes what the call kept as text, and the process-wide queue.
+fn write_text_at_return(py: Python<'_>, sink: Sink) -> Option<PyErr> {
     let taken = THREAD.with(|t| t.take_kept());
     let avoid_python = avoid_python(py);
     match return_plan(sink, avoid_python) {
@@ -176,7 +210,7 @@ fn write_through_python(py: Python<'_>, text: &[u8]) -> Written {
 /// (`KeyboardInterrupt`, `SystemExit`), or any exception raised by a
 /// Python signal handler. Other exceptions come from a broken stream, and
 /// the call's own result stands.
-fn is_interrupt(py: Python<'_>, err: &PyErr) -> bool {
+pub(crate) fn is_interrupt(py: Python<'_>, err: &PyErr) -> bool {
     !err.is_instance_of::<PyException>(py) || raised_in_signal_handler(py, err).unwrap_or(false)
 }
 

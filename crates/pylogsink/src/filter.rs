@@ -168,12 +168,21 @@ pub(crate) fn parse_strict(spec: &str) -> Result<Directives, FilterError> {
     }
 }
 
+/// Where the filter in force came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Source {
+    /// The builder's default: the users said nothing.
+    Default,
+    /// The users: the environment variable, or `set_filter`.
+    Users,
+}
+
 /// The filter read from the environment variable `var`, with `default`
-/// where it is unset, empty or entirely invalid. The second value is a
+/// where it is unset, empty or entirely invalid. The last value is a
 /// warning to log when some of it was ignored.
-pub(crate) fn from_env(var: &str, default: Directives) -> (Directives, Option<String>) {
+pub(crate) fn from_env(var: &str, default: Directives) -> (Directives, Source, Option<String>) {
     let value = match std::env::var_os(var) {
-        None => return (default, None),
+        None => return (default, Source::Default, None),
         Some(value) => value,
     };
     let Some(value) = value.to_str() else {
@@ -181,13 +190,16 @@ pub(crate) fn from_env(var: &str, default: Directives) -> (Directives, Option<St
             "{var} is not valid UTF-8 and was ignored; the filter in force is {:?}",
             default.spec
         );
-        return (default, Some(warning));
+        return (default, Source::Default, Some(warning));
     };
     if value.trim().is_empty() {
-        return (default, None);
+        return (default, Source::Default, None);
     }
     let (directives, rejected) = parse(value);
-    let directives = directives.unwrap_or(default);
+    let (directives, source) = match directives {
+        Some(directives) => (directives, Source::Users),
+        None => (default, Source::Default),
+    };
     let warning = (!rejected.is_empty()).then(|| {
         let ignored: Vec<String> = rejected
             .iter()
@@ -199,7 +211,7 @@ pub(crate) fn from_env(var: &str, default: Directives) -> (Directives, Option<St
             directives.spec
         )
     });
-    (directives, warning)
+    (directives, source, warning)
 }
 
 /// The quick check in one byte: the most verbose level let through (a
@@ -255,15 +267,54 @@ fn current() -> Option<Arc<Directives>> {
     CURRENT.lock().unwrap_or_else(|e| e.into_inner()).clone()
 }
 
-/// Puts `directives` in force. Returns the most verbose level they let
-/// through.
-pub(crate) fn install(directives: Directives) -> LevelFilter {
+/// The builder's default directives, while they are what the users chose
+/// (they set nothing). With the `logging` destination, "trace" is in force
+/// instead, so that Python's logger levels decide.
+static DEFAULT: Mutex<Option<String>> = Mutex::new(None);
+
+/// Puts `directives` from `source` in force.
+pub(crate) fn install(directives: Directives, source: Source) {
+    let mut default = DEFAULT.lock().unwrap_or_else(|e| e.into_inner());
+    *default = (source == Source::Default).then(|| directives.spec.clone());
+    let directives = match &*default {
+        Some(_) if crate::destination::to_logging() => parse_strict("trace").expect("valid"),
+        _ => directives,
+    };
+    put_in_force(directives);
+}
+
+/// After the destination changed: the builder's default, or "trace" for
+/// `logging`, where the users set nothing.
+pub(crate) fn follow_destination(destination: crate::Destination) {
+    let default = DEFAULT.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some(spec) = &*default {
+        let spec = match destination {
+            crate::Destination::Logging => "trace",
+            crate::Destination::Stderr => spec,
+        };
+        put_in_force(parse_strict(spec).expect("was valid when it was set"));
+    }
+}
+
+fn put_in_force(directives: Directives) {
     let max = directives.max();
     let quick = max as u8 | if directives.by_target { BY_TARGET } else { 0 };
     *CURRENT.lock().unwrap_or_else(|e| e.into_inner()) = Some(Arc::new(directives));
     GENERATION.fetch_add(1, Ordering::AcqRel);
     QUICK.store(quick, Ordering::Release);
-    max
+    crate::logger::follow_max_level();
+}
+
+/// The most verbose level the directives in force let through.
+pub(crate) fn max_level() -> LevelFilter {
+    match QUICK.load(Ordering::Relaxed) & MAX_MASK {
+        0 => LevelFilter::Off,
+        1 => LevelFilter::Error,
+        2 => LevelFilter::Warn,
+        3 => LevelFilter::Info,
+        4 => LevelFilter::Debug,
+        _ => LevelFilter::Trace,
+    }
 }
 
 /// Sets the filter at run time, from directives in env_logger's syntax
@@ -281,9 +332,7 @@ pub(crate) fn install(directives: Directives) -> LevelFilter {
 /// assert_eq!(pylogsink::filter(), "info,ureq=warn");
 /// ```
 pub fn set_filter(spec: &str) -> Result<(), FilterError> {
-    let directives = parse_strict(spec)?;
-    let max = install(directives);
-    crate::logger::follow_max_level(max);
+    install(parse_strict(spec)?, Source::Users);
     Ok(())
 }
 
@@ -378,12 +427,15 @@ mod tests {
     fn the_environment_falls_back_to_the_default() {
         let var = "PYLOGSINK_FILTER_UNIT_TEST";
         std::env::remove_var(var);
-        let (d, warning) = from_env(var, strict("warn"));
-        assert_eq!((d.spec.as_str(), warning), ("warn", None));
+        let (d, source, warning) = from_env(var, strict("warn"));
+        assert_eq!(
+            (d.spec.as_str(), source, warning),
+            ("warn", Source::Default, None)
+        );
 
         std::env::set_var(var, "ureq=loud");
-        let (d, warning) = from_env(var, strict("warn"));
-        assert_eq!(d.spec, "warn");
+        let (d, source, warning) = from_env(var, strict("warn"));
+        assert_eq!((d.spec.as_str(), source), ("warn", Source::Default));
         let warning = warning.expect("a warning");
         assert!(
             warning.contains("ureq=loud") && warning.contains(var),
@@ -391,13 +443,16 @@ mod tests {
         );
 
         std::env::set_var(var, "info,ureq=loud");
-        let (d, warning) = from_env(var, strict("warn"));
-        assert_eq!(d.spec, "info");
+        let (d, source, warning) = from_env(var, strict("warn"));
+        assert_eq!((d.spec.as_str(), source), ("info", Source::Users));
         assert!(warning.is_some());
 
         std::env::set_var(var, "  ");
-        let (d, warning) = from_env(var, strict("error"));
-        assert_eq!((d.spec.as_str(), warning), ("error", None));
+        let (d, source, warning) = from_env(var, strict("error"));
+        assert_eq!(
+            (d.spec.as_str(), source, warning),
+            ("error", Source::Default, None)
+        );
         std::env::remove_var(var);
     }
 
@@ -410,7 +465,7 @@ mod tests {
             "off",
             "trace,a=off",
         ] {
-            install(strict(spec));
+            install(strict(spec), Source::Users);
             let reference = strict(spec);
             for level in Level::ALL {
                 for target in ["ureq", "ureq::pool", "ureq::stream", "a", "b"] {
@@ -425,5 +480,21 @@ mod tests {
         set_filter("info").unwrap();
         assert_eq!(filter(), "info");
         assert!(enabled(Level::Fatal, "any"));
+
+        // The builder's default applies to stderr only; the users' filter
+        // to both destinations.
+        use crate::destination::{set_destination, Destination};
+        install(strict("warn"), Source::Default);
+        set_destination(Destination::Logging);
+        assert_eq!(filter(), "trace");
+        assert!(enabled(Level::Trace, "x"));
+        set_destination(Destination::Stderr);
+        assert_eq!(filter(), "warn");
+        set_filter("error").unwrap();
+        set_destination(Destination::Logging);
+        assert_eq!(filter(), "error");
+        set_destination(Destination::Stderr);
+        assert_eq!(filter(), "error");
+        assert_eq!(max_level(), LevelFilter::Error);
     }
 }

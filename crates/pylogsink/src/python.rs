@@ -4,6 +4,7 @@
 //! [`add_functions`] puts the filter and the counts within their reach, as
 //! functions of the extension's own module.
 
+use crate::destination::{destination, set_destination, Destination};
 use crate::filter;
 use crate::level::Level;
 use crate::sink::stats;
@@ -11,7 +12,8 @@ use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 
-/// Adds `set_log_filter`, `log_filter` and `log_stats` to the extension's
+/// Adds `set_log_filter`, `log_filter`, `set_log_destination`,
+/// `log_destination` and `log_stats` to the extension's
 /// module:
 ///
 /// ```no_run
@@ -32,13 +34,26 @@ use pyo3::types::PyDict;
 ///     ("warn,my_runtime=debug"); ValueError names a bad directive."""
 /// def log_filter() -> str:
 ///     """The directives in force."""
+/// def set_log_destination(name: Literal["logging", "stderr"]) -> None:
+///     """Sends records to Python's logging, or to stderr as text."""
+/// def log_destination() -> Literal["logging", "stderr"]:
+///     """Where records go."""
 /// def log_stats() -> dict[str, int]:
 ///     """Records emitted (in all and per level: "trace" ... "fatal"),
 ///     lines left out ("left_out") and bytes fd 2 refused ("failed_bytes")."""
 /// ```
+///
+/// With the `logging` destination chosen on the builder, it also starts
+/// the destination's Python side, so that records logged outside any call
+/// are delivered before the first call is made.
 pub fn add_functions(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    if destination() == Destination::Logging {
+        crate::logging::start(m.py())?;
+    }
     m.add_function(wrap_pyfunction!(set_log_filter, m)?)?;
     m.add_function(wrap_pyfunction!(log_filter, m)?)?;
+    m.add_function(wrap_pyfunction!(set_log_destination, m)?)?;
+    m.add_function(wrap_pyfunction!(log_destination, m)?)?;
     m.add_function(wrap_pyfunction!(log_stats, m)?)
 }
 
@@ -48,6 +63,28 @@ pub fn add_functions(m: &Bound<'_, PyModule>) -> PyResult<()> {
 #[pyfunction]
 fn set_log_filter(spec: &str) -> PyResult<()> {
     filter::set_filter(spec).map_err(|e| PyValueError::new_err(e.to_string()))
+}
+
+/// Sends records to Python's `logging` ("logging") or to stderr as text
+/// ("stderr"); ValueError for anything else.
+#[pyfunction]
+fn set_log_destination(py: Python<'_>, name: &str) -> PyResult<()> {
+    let destination = Destination::parse(name).ok_or_else(|| {
+        PyValueError::new_err(format!(
+            "unknown log destination {name:?}: expected \"logging\" or \"stderr\""
+        ))
+    })?;
+    set_destination(destination);
+    if destination == Destination::Logging {
+        crate::logging::start(py)?;
+    }
+    Ok(())
+}
+
+/// Where records go: "logging" or "stderr".
+#[pyfunction]
+fn log_destination() -> &'static str {
+    destination().name()
 }
 
 /// The directives in force, joined with commas.

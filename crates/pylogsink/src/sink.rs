@@ -7,12 +7,15 @@
 //! logged outside any call that find no room wait in one process-wide queue.
 
 use crate::color;
+use crate::destination::to_logging;
 use crate::errors::Errors;
 use crate::fd::{self, STDERR};
 use crate::filter;
 use crate::format::format_record;
 use crate::kept::{Kept, Taken, CAP};
 use crate::level::Level;
+use crate::pending::{Batch, Pending, PendingRecord};
+use crate::pylevels;
 use crate::record::Record;
 use crate::route::{entry_sink, on_no_room, route, NoRoom, Route, Sink};
 use std::cell::{BorrowMutError, Cell, RefCell, RefMut};
@@ -77,7 +80,7 @@ pub fn stats() -> Stats {
 /// pylogsink::emit(Level::Warn, "myruntime::loader", file!(), line!(), b"cache miss");
 /// ```
 pub fn emit(level: Level, target: &str, file: &str, line: u32, message: &[u8]) {
-    if filter::enabled(level, target) {
+    if enabled(level, target) {
         emit_record(&Record {
             level,
             target,
@@ -88,9 +91,21 @@ pub fn emit(level: Level, target: &str, file: &str, line: u32, message: &[u8]) {
     }
 }
 
+/// Whether a record is logged: the directives let it through and, with the
+/// `logging` destination, some Python logger may take it. Fatal lines
+/// always are.
+#[inline]
+pub(crate) fn enabled(level: Level, target: &str) -> bool {
+    filter::enabled(level, target)
+        && (level == Level::Fatal || !to_logging() || pylevels::may_take(level, target))
+}
+
 /// Routes one record that the filter let through.
 pub(crate) fn emit_record(record: &Record<'_>) {
     let now = SystemTime::now();
+    if to_logging() && record.level != Level::Fatal {
+        return keep_for_logging(record, now);
+    }
     let format = |out: &mut Vec<u8>, sink: Sink| {
         let color = color::use_color(color::choice(), sink, fd::stderr_is_terminal);
         format_record(out, now, record, color)
@@ -118,6 +133,98 @@ pub(crate) fn emit_record(record: &Record<'_>) {
         let mut out = Vec::new();
         format(&mut out, Sink::Outside);
         write_direct(Sink::Outside, &out, stall_wait(), |_, _| {});
+    }
+}
+
+/// Keeps a record for `logging`: in the call's buffer, delivered at its
+/// return, or outside any call in the process-wide queue, which
+/// pylogsink's own Python thread delivers.
+fn keep_for_logging(record: &Record<'_>, now: SystemTime) {
+    let kept = THREAD.try_with(|t| {
+        t.count(record.level);
+        let pending = PendingRecord::new(record, now, t.identity());
+        if t.depth.get() == 0 {
+            return Some(pending);
+        }
+        t.pending_any.set(true);
+        lock(&t.shared.pending).push(pending);
+        None
+    });
+    let outside = match kept {
+        Ok(outside) => outside,
+        Err(_) => {
+            EMITTED_ELSEWHERE.add(record.level, 1);
+            Some(PendingRecord::new(record, now, identity()))
+        }
+    };
+    if let Some(pending) = outside {
+        lock(&PENDING).push(pending);
+        PENDING_WAITING.store(true, Ordering::Release);
+        crate::logging::wake();
+    }
+}
+
+/// Records logged for `logging` outside any call.
+static PENDING: Mutex<Pending> = Mutex::new(Pending::with_cap(CAP));
+static PENDING_WAITING: AtomicBool = AtomicBool::new(false);
+
+/// Whether records logged outside any call wait for `logging`.
+#[inline]
+pub(crate) fn pending_waiting() -> bool {
+    PENDING_WAITING.load(Ordering::Acquire)
+}
+
+/// Takes the records that wait for `logging` outside any call.
+pub(crate) fn take_pending_queue() -> Batch {
+    if !PENDING_WAITING.swap(false, Ordering::AcqRel) {
+        return Batch::default();
+    }
+    lock(&PENDING).take()
+}
+
+/// Puts back what could not be delivered yet.
+pub(crate) fn put_back_pending_queue(batch: Batch) {
+    if !batch.is_empty() {
+        lock(&PENDING).put_back(batch);
+        PENDING_WAITING.store(true, Ordering::Release);
+    }
+}
+
+/// Takes the records of every thread that wait for `logging` (threads
+/// whose buffer is locked are skipped), then the queue's.
+pub(crate) fn take_all_pending() -> Vec<Batch> {
+    let mut batches: Vec<Batch> = live_threads()
+        .iter()
+        .filter_map(|shared| shared.pending.try_lock().ok().map(|mut p| p.take()))
+        .filter(|b| !b.is_empty())
+        .collect();
+    batches.push(take_pending_queue());
+    batches
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// This thread's id and name, for a thread whose state is gone.
+fn identity() -> (u64, Arc<str>) {
+    // SAFETY: pthread_self has no preconditions.
+    let id = unsafe { libc::pthread_self() } as u64;
+    (id, os_thread_name().into())
+}
+
+/// The OS's name for this thread (what `ps -L` shows).
+fn os_thread_name() -> String {
+    let mut buf = [0u8; 64];
+    // SAFETY: `buf` is valid for writes of its length, which is passed;
+    // the call writes a NUL-terminated name of at most that length.
+    let rc = unsafe {
+        libc::pthread_getname_np(libc::pthread_self(), buf.as_mut_ptr().cast(), buf.len())
+    };
+    let len = buf.iter().position(|&b| b == 0).unwrap_or(0);
+    match (rc, len) {
+        (0, 1..) => String::from_utf8_lossy(&buf[..len]).into_owned(),
+        _ => "native thread".to_owned(),
     }
 }
 
@@ -153,6 +260,10 @@ pub(crate) struct ThreadState {
     pub sink: Cell<Option<Sink>>,
     /// Whether `kept` may hold lines; spares the lock when it does not.
     kept_any: Cell<bool>,
+    /// Whether records for `logging` may wait in `shared.pending`.
+    pub pending_any: Cell<bool>,
+    /// This thread's id and OS name, once asked for.
+    identity: RefCell<Option<(u64, Arc<str>)>>,
     /// True while this thread writes kept lines through `sys.stderr.write`.
     pub writing_kept: Cell<bool>,
     /// Whether this thread must avoid Python at a call's return, once known.
@@ -171,6 +282,7 @@ impl ThreadState {
     fn new() -> ThreadState {
         let shared = Arc::new(Shared {
             kept: Mutex::new(Kept::default()),
+            pending: Mutex::new(Pending::with_cap(CAP)),
             emitted: PerLevel::new(),
         });
         register(&shared);
@@ -179,6 +291,8 @@ impl ThreadState {
             sink: Cell::new(None),
             writing_kept: Cell::new(false),
             kept_any: Cell::new(false),
+            pending_any: Cell::new(false),
+            identity: RefCell::new(None),
             avoid_python: Cell::new(None),
             shared,
             errors: RefCell::new(Errors::default()),
@@ -211,12 +325,27 @@ impl ThreadState {
     }
 
     /// Steps out of a call. If that left the outermost call: its sink, and
-    /// whether it may keep lines.
+    /// whether lines or records may wait.
     #[inline]
     pub fn leave(&self) -> Option<(Sink, bool)> {
         let depth = self.depth.get().saturating_sub(1);
         self.depth.set(depth);
-        (depth == 0).then(|| (self.sink.take().unwrap_or(Sink::Own), self.kept_any.get()))
+        let waiting = self.kept_any.get() || self.pending_any.get();
+        (depth == 0).then(|| (self.sink.take().unwrap_or(Sink::Own), waiting))
+    }
+
+    /// This thread's id and OS name.
+    fn identity(&self) -> (u64, Arc<str>) {
+        match self.identity.try_borrow_mut() {
+            Ok(mut known) => known.get_or_insert_with(identity).clone(),
+            Err(_) => identity(),
+        }
+    }
+
+    /// Takes out the records that wait for `logging`.
+    pub fn take_pending(&self) -> Batch {
+        self.pending_any.set(false);
+        lock(&self.shared.pending).take()
     }
 
     /// Takes the kept lines out.
@@ -237,9 +366,13 @@ impl ThreadState {
         &self,
         level: Level,
     ) -> Result<RefMut<'_, Vec<u8>>, BorrowMutError> {
+        self.count(level);
+        self.scratch.try_borrow_mut()
+    }
+
+    fn count(&self, level: Level) {
         let emitted = &self.shared.emitted.0[level as usize];
         emitted.store(emitted.load(Ordering::Relaxed) + 1, Ordering::Relaxed);
-        self.scratch.try_borrow_mut()
     }
 
     /// Keeps one record (`is_rest`: the rest of one whose start went out).
@@ -271,6 +404,10 @@ impl ThreadState {
                 });
             }
             Route::Fatal => {
+                if self.pending_any.get() {
+                    let text = self.take_pending().to_text();
+                    fd::write_with_room(STDERR, &text, stall_wait());
+                }
                 self.write_kept(stall_wait());
                 write_direct(sink, record, stall_wait(), |rest, is_rest| {
                     self.keep(rest, is_rest)
@@ -318,12 +455,20 @@ impl Drop for ThreadState {
         }
         let taken = self.take_kept();
         write_fd2(taken, Duration::ZERO);
+        // Records for `logging` go to the queue that pylogsink's own
+        // Python thread delivers.
+        if self.pending_any.get() {
+            put_back_pending_queue(self.take_pending());
+            crate::logging::wake();
+        }
     }
 }
 
 /// The part of a thread's state that other threads read.
 struct Shared {
     kept: Mutex<Kept>,
+    /// Records for `logging` that wait for the call's return.
+    pending: Mutex<Pending>,
     emitted: PerLevel,
 }
 
@@ -366,10 +511,11 @@ pub(crate) fn exit_wait() -> Duration {
 /// (registered by the first call), while the interpreter is whole, then
 /// from the C `atexit` hook for whatever daemon threads logged since.
 pub(crate) fn write_everything(wait: Duration) {
-    let registry = match REGISTRY.try_lock() {
-        Ok(r) => r.iter().filter_map(Weak::upgrade).collect::<Vec<_>>(),
-        Err(_) => Vec::new(),
-    };
+    let registry = live_threads();
+    // Records for `logging` that Python can no longer take: as text.
+    for batch in take_all_pending().into_iter().filter(|b| !b.is_empty()) {
+        queue_pending_as_text(&batch);
+    }
     for shared in registry {
         // A thread frozen inside `push` holds its lock: skip it rather
         // than hang the exit.
@@ -383,6 +529,30 @@ pub(crate) fn write_everything(wait: Duration) {
         }
     }
     write_queue(wait);
+}
+
+/// Queues a batch of records for `logging` as text lines for fd 2.
+pub(crate) fn queue_pending_as_text(batch: &Batch) {
+    let mut queue = queue();
+    if let Some(note) = batch.note() {
+        queue.push(format!("[pylogsink] {note}\n").as_bytes());
+    }
+    let mut line = Vec::new();
+    for record in &batch.records {
+        line.clear();
+        record.to_text(&mut line);
+        queue.push(&line);
+    }
+    QUEUE_PENDING.store(true, Ordering::Release);
+}
+
+/// The shared state of every live thread; none if the registry is locked
+/// (a thread frozen while it registers must not hang the exit).
+fn live_threads() -> Vec<Arc<Shared>> {
+    match REGISTRY.try_lock() {
+        Ok(r) => r.iter().filter_map(Weak::upgrade).collect(),
+        Err(_) => Vec::new(),
+    }
 }
 
 /// The C `atexit` hook, after Python has finalized. It does not wait for

@@ -10,10 +10,19 @@
 //! what reaches the user. `log_at` calls the logger without asking it first
 //! whether the record is enabled, as some crates do, so the filter must hold
 //! in the logger itself.
+//!
+//! `pool_get` shares one ureq agent, and so one connection pool, between
+//! threads: ureq logs "pulling stream from pool" while it holds the pool's
+//! mutex, the lock-while-logging pattern that deadlocks a logger taking the
+//! GIL. `PYLOGSINK_TESTEXT_LOGGER=pyo3-log` installs pyo3-log instead of
+//! pylogsink as `log`'s logger, so that the same code shows that deadlock.
+//! `PYLOGSINK_TESTEXT_DESTINATION=logging` chooses pylogsink's `logging`
+//! destination on the builder, for records logged at import.
 #![warn(missing_docs)]
 
 use pyo3::exceptions::{PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
+use std::sync::LazyLock;
 
 fn parse_level(name: &str) -> PyResult<log::Level> {
     name.parse().map_err(|_| {
@@ -41,6 +50,33 @@ fn http_get(py: Python<'_>, url: &str) -> PyResult<u16> {
             Err(e) => Err(e.to_string()),
         })
         .map_err(|e| PyRuntimeError::new_err(format!("http_get {url}: {e}")))
+    })
+}
+
+/// The agent `pool_get` shares between threads.
+static AGENT: LazyLock<ureq::Agent> = LazyLock::new(ureq::Agent::new);
+
+/// Sends `count` GETs to `url` through the shared agent and returns the
+/// statuses' sum. With `detach`, the GIL is released during the requests;
+/// without it, held, as bindings that never release it do.
+#[pyfunction]
+fn pool_get(py: Python<'_>, url: &str, count: u32, detach: bool) -> PyResult<u32> {
+    let requests = || -> Result<u32, String> {
+        let mut sum = 0;
+        for _ in 0..count {
+            let response = AGENT.get(url).call().map_err(|e| e.to_string())?;
+            sum += u32::from(response.status());
+            response.into_string().map_err(|e| e.to_string())?;
+        }
+        Ok(sum)
+    };
+    pylogsink::call(py, || {
+        let sum = if detach {
+            py.detach(requests)
+        } else {
+            requests()
+        };
+        sum.map_err(|e| PyRuntimeError::new_err(format!("pool_get {url}: {e}")))
     })
 }
 
@@ -88,15 +124,31 @@ fn log_enabled(level: &str, target: &str) -> PyResult<(bool, bool)> {
 }
 
 /// The module's initializer: installs pylogsink with its filter read from
-/// `PYLOGSINK_TESTEXT_LOG`, and adds pylogsink's filter functions.
+/// `PYLOGSINK_TESTEXT_LOG` (or pyo3-log, see the module doc), and adds
+/// pylogsink's functions.
 #[pymodule]
 fn _testext(m: &Bound<'_, PyModule>) -> PyResult<()> {
-    pylogsink::Builder::new()
-        .env("PYLOGSINK_TESTEXT_LOG")
-        .default_filter("warn")
-        .init()
-        .map_err(|e| PyRuntimeError::new_err(e.to_string()))?;
+    let logger = std::env::var("PYLOGSINK_TESTEXT_LOGGER").unwrap_or_default();
+    if logger == "pyo3-log" {
+        pyo3_log::try_init().map_err(|e| PyRuntimeError::new_err(e.to_string()))?;
+    } else {
+        let destination = match std::env::var("PYLOGSINK_TESTEXT_DESTINATION").as_deref() {
+            Ok("logging") => pylogsink::Destination::Logging,
+            _ => pylogsink::Destination::Stderr,
+        };
+        pylogsink::Builder::new()
+            .env("PYLOGSINK_TESTEXT_LOG")
+            .default_filter("warn")
+            .destination(destination)
+            .init()
+            .map_err(|e| PyRuntimeError::new_err(e.to_string()))?;
+        if destination == pylogsink::Destination::Logging {
+            // A record logged outside any call, before Python has a logger.
+            log::info!(target: "testext::init", "imported");
+        }
+    }
     pylogsink::python::add_functions(m)?;
+    m.add_function(wrap_pyfunction!(pool_get, m)?)?;
     m.add_function(wrap_pyfunction!(http_get, m)?)?;
     m.add_function(wrap_pyfunction!(tracing_work, m)?)?;
     m.add_function(wrap_pyfunction!(log_at, m)?)?;

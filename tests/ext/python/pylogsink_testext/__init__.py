@@ -1,13 +1,18 @@
 """A test extension whose log lines come from real crates: ureq's requests
 and tracing's events and spans, both through the ``log`` crate, filtered by
-pylogsink (``PYLOGSINK_TESTEXT_LOG`` at import, ``set_log_filter`` later)."""
+pylogsink (``PYLOGSINK_TESTEXT_LOG`` at import, ``set_log_filter`` later),
+and ``pool_get``: threads sharing one ureq connection pool, whose mutex
+ureq logs under."""
 
 from pylogsink_testext._testext import (
     http_get,
     log_at,
+    log_destination,
     log_enabled,
     log_filter,
     log_stats,
+    pool_get,
+    set_log_destination,
     set_log_filter,
     tracing_work,
 )
@@ -15,9 +20,12 @@ from pylogsink_testext._testext import (
 __all__ = [
     "http_get",
     "log_at",
+    "log_destination",
     "log_enabled",
     "log_filter",
     "log_stats",
+    "pool_get",
+    "set_log_destination",
     "set_log_filter",
     "tracing_work",
 ]

@@ -7,6 +7,11 @@ _Level = Literal["trace", "debug", "info", "warn", "error"]
 def http_get(url: str) -> int:
     """A GET with ureq; returns the status code, raises RuntimeError on failure."""
 
+def pool_get(url: str, count: int, detach: bool) -> int:
+    """Sends count GETs to url through one agent shared by all threads;
+    the GIL is released during the requests only with detach. Returns the
+    statuses' sum."""
+
 def tracing_work(name: str) -> None:
     """Emits tracing events (TRACE to WARN, target testext::work) inside a span."""
 
@@ -21,6 +26,12 @@ def set_log_filter(spec: str) -> None:
 
 def log_filter() -> str:
     """The filter in force."""
+
+def set_log_destination(name: Literal["logging", "stderr"]) -> None:
+    """Sends records to Python's logging, or to stderr as text."""
+
+def log_destination() -> Literal["logging", "stderr"]:
+    """Where records go."""
 
 def log_stats() -> dict[str, Any]:
     """pylogsink's counts."""

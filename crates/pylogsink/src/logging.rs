@@ -1,0 +1,386 @@
+//! The `logging` destination's Python edge: handing records to
+//! `logging.getLogger(name).handle` where that is safe.
+//!
+//! pyo3-log takes the GIL in the log function for every record, and that
+//! is the deadlock pylogsink exists to avoid: one thread holds the GIL and
+//! waits for a native lock, another holds the lock and waits for the GIL
+//! to log. Here the log function only keeps the record
+//! ([`crate::pending`]); records are handed to `logging` where the thread
+//! holds the GIL and no native lock:
+//!
+//! - at the return of the outermost call, in the order they were logged;
+//! - for records logged outside any call (a native worker thread, module
+//!   init), by a daemon Python thread of pylogsink's own, woken when
+//!   records wait, so they arrive within 100 ms with no call made;
+//! - at exit, before `logging.shutdown` runs.
+//!
+//! Python's logger levels filter on the native side too ([`crate::pylevels`]),
+//! and `logging` itself tells when they change.
+
+use crate::pending::{Batch, PendingRecord};
+use crate::pylevels;
+use crate::sink::{take_all_pending, take_pending_queue, THREAD};
+use pyo3::prelude::*;
+use pyo3::sync::PyOnceLock;
+use pyo3::types::{PyCFunction, PyDict, PyTuple};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Condvar, Mutex};
+use std::time::{Duration, Instant, UNIX_EPOCH};
+
+/// What delivery needs from Python, made once.
+struct State {
+    logging: Py<PyModule>,
+    threading: Py<PyModule>,
+    /// Loggers by target, as `logging.getLogger` gave them.
+    loggers: Py<PyDict>,
+    /// pylogsink's own Python thread.
+    thread: Py<PyAny>,
+}
+
+static STATE: PyOnceLock<State> = PyOnceLock::new();
+static STOP: AtomicBool = AtomicBool::new(false);
+static WAKE: Condvar = Condvar::new();
+static WAKE_LOCK: Mutex<()> = Mutex::new(());
+static PREFIX: Mutex<String> = Mutex::new(String::new());
+
+/// The logger a record of `target` goes to: `::` becomes `.`, after the
+/// builder's prefix, if any. An empty target (and no prefix) is the root.
+pub fn logger_name(prefix: &str, target: &str) -> String {
+    let target = target.replace("::", ".");
+    match (prefix.is_empty(), target.is_empty()) {
+        (true, _) => target,
+        (false, true) => prefix.to_owned(),
+        (false, false) => format!("{prefix}.{target}"),
+    }
+}
+
+/// Sets the prefix of every logger name.
+pub(crate) fn set_prefix(prefix: &str) {
+    *PREFIX.lock().unwrap_or_else(|e| e.into_inner()) = prefix.to_owned();
+}
+
+/// Wakes pylogsink's Python thread: records wait outside any call. Never
+/// blocks.
+pub(crate) fn wake() {
+    WAKE.notify_one();
+}
+
+/// At the entry of an outermost call with the `logging` destination: sets
+/// the Python side up the first time, and reads the levels again if they
+/// changed.
+pub(crate) fn on_call_entry(py: Python<'_>) {
+    if let Err(err) = state(py).and_then(|state| refresh_levels(py, state)) {
+        err.write_unraisable(py, None);
+    }
+}
+
+/// Sets the Python side up, once: the TRACE level's name, the exit
+/// delivery (registered after `logging` is imported, so that it runs
+/// before `logging.shutdown`), and pylogsink's Python thread.
+pub(crate) fn start(py: Python<'_>) -> PyResult<()> {
+    state(py).map(|_| ())
+}
+
+fn state(py: Python<'_>) -> PyResult<&'static State> {
+    STATE.get_or_try_init(py, || -> PyResult<State> {
+        let logging = py.import("logging")?;
+        if logging
+            .call_method1("getLevelName", (5,))?
+            .extract::<String>()?
+            == "Level 5"
+        {
+            logging.call_method1("addLevelName", (5, "TRACE"))?;
+        }
+        watch_levels(py, &logging)?;
+        let at_exit =
+            PyCFunction::new_closure(py, Some(c"pylogsink_logging_at_exit"), None, |args, _| {
+                at_exit(args.py());
+            })?;
+        py.import("atexit")?.call_method1("register", (at_exit,))?;
+        let run =
+            PyCFunction::new_closure(py, Some(c"pylogsink_logging_delivery"), None, |args, _| {
+                run_thread(args.py());
+            })?;
+        let threading = py.import("threading")?;
+        let kwargs = PyDict::new(py);
+        kwargs.set_item("target", run)?;
+        kwargs.set_item("name", "pylogsink-logging")?;
+        kwargs.set_item("daemon", true)?;
+        let thread = threading.getattr("Thread")?.call((), Some(&kwargs))?;
+        thread.call_method0("start")?;
+        Ok(State {
+            logging: logging.unbind(),
+            threading: threading.unbind(),
+            loggers: PyDict::new(py).unbind(),
+            thread: thread.unbind(),
+        })
+    })
+}
+
+/// Hears of every change of Python's levels as it happens: `logging`
+/// clears the level cache (`_cache`, a dict) of every logger whenever a
+/// level changes (`setLevel`, `logging.disable`, and so `basicConfig`,
+/// `dictConfig`, `caplog.set_level`), so a logger of pylogsink's own gets a
+/// dict whose `clear` tells [`pylevels::forget`].
+fn watch_levels(py: Python<'_>, logging: &Bound<'_, PyModule>) -> PyResult<()> {
+    // A builtin function in a class is not bound to the instance, so
+    // `cache.clear()` calls it with no arguments.
+    let clear = PyCFunction::new_closure(py, Some(c"clear"), None, |_, _| pylevels::forget())?;
+    let methods = PyDict::new(py);
+    methods.set_item("clear", clear)?;
+    let bases = PyTuple::new(py, [py.get_type::<PyDict>()])?;
+    let watch =
+        py.get_type::<pyo3::types::PyType>()
+            .call1(("pylogsink_levels_watch", bases, methods))?;
+    let sentinel = logging.call_method1("getLogger", ("pylogsink._levels",))?;
+    sentinel.setattr("_cache", watch.call0()?)
+}
+
+/// Reads Python's levels again if they changed since the last time.
+fn refresh_levels(py: Python<'_>, state: &State) -> PyResult<()> {
+    let Some(epoch) = pylevels::stale() else {
+        return Ok(());
+    };
+    read_levels(py, state, epoch).inspect_err(|_| pylevels::forget())
+}
+
+fn read_levels(py: Python<'_>, state: &State, epoch: u64) -> PyResult<()> {
+    let logging = state.logging.bind(py);
+    let root = logging.getattr("root")?;
+    let manager = root.getattr("manager")?;
+    let disable: i32 = manager.getattr("disable")?.extract()?;
+    let logger_type = logging.getattr("Logger")?;
+    let mut levels = vec![root.getattr("level")?.extract::<i32>()?];
+    let loggers = manager.getattr("loggerDict")?.call_method0("values")?;
+    for logger in loggers.try_iter()? {
+        let logger = logger?;
+        if logger.is_instance(&logger_type)? {
+            let level: i32 = logger.getattr("level")?.extract()?;
+            if level != 0 {
+                levels.push(level);
+            }
+        }
+    }
+    pylevels::reset(pylevels::floor_of(levels, disable), epoch);
+    state.loggers.bind(py).clear();
+    Ok(())
+}
+
+/// At the return of the outermost call: hands the records logged outside
+/// any call, then the call's own, to `logging`. Returns the first
+/// interrupt (`KeyboardInterrupt`...) that escaped a handler; the rest of
+/// the records are still delivered.
+pub(crate) fn deliver_at_return(py: Python<'_>) -> Option<PyErr> {
+    let queued = take_pending_queue();
+    let own = THREAD.with(|t| t.take_pending());
+    let first = deliver(py, queued);
+    let second = deliver(py, own);
+    first.or(second)
+}
+
+/// Hands `batch` to `logging`, note first. If Python cannot take it (the
+/// destination could not be set up), it goes to fd 2 as text.
+fn deliver(py: Python<'_>, batch: Batch) -> Option<PyErr> {
+    if batch.is_empty() {
+        return None;
+    }
+    let state = match state(py) {
+        Ok(state) => state,
+        Err(err) => {
+            err.write_unraisable(py, None);
+            crate::sink::queue_pending_as_text(&batch);
+            return None;
+        }
+    };
+    let prefix = PREFIX.lock().unwrap_or_else(|e| e.into_inner()).clone();
+    let mut interrupt = None;
+    if let Some(note) = batch.note() {
+        let logger = logger_name(&prefix, "pylogsink");
+        let err = handle_note(py, state, &logger, &note).err();
+        interrupt = interrupt.or(err.filter(|e| crate::call::is_interrupt(py, e)));
+    }
+    for record in &batch.records {
+        if let Err(err) = handle(py, state, &prefix, record) {
+            if crate::call::is_interrupt(py, &err) {
+                interrupt.get_or_insert(err);
+            } else {
+                err.write_unraisable(py, None);
+            }
+        }
+    }
+    interrupt
+}
+
+/// `logging.getLogger(name)`, from the cache.
+fn logger<'py>(py: Python<'py>, state: &State, name: &str) -> PyResult<Bound<'py, PyAny>> {
+    let loggers = state.loggers.bind(py);
+    if let Some(logger) = loggers.get_item(name)? {
+        return Ok(logger);
+    }
+    let logger = state.logging.bind(py).call_method1("getLogger", (name,))?;
+    loggers.set_item(name, &logger)?;
+    Ok(logger)
+}
+
+/// One record: checked against its logger's level (and the answer kept for
+/// the log function), made with `Logger.makeRecord`, so that a record
+/// factory applies, given the time and thread of when it was logged, and
+/// handed to `Logger.handle`.
+fn handle(py: Python<'_>, state: &State, prefix: &str, record: &PendingRecord) -> PyResult<()> {
+    let name = logger_name(prefix, &record.target);
+    let logger = logger(py, state, &name)?;
+    let levelno = pylevels::levelno(record.level);
+    if pylevels::known(&record.target).is_none() {
+        let epoch = pylevels::epoch();
+        let effective: i32 = logger.call_method0("getEffectiveLevel")?.extract()?;
+        let disable: i32 = logger.getattr("manager")?.getattr("disable")?.extract()?;
+        pylevels::learn(
+            &record.target,
+            pylevels::lowest_taken(effective, disable),
+            epoch,
+        );
+    }
+    if !logger
+        .call_method1("isEnabledFor", (levelno,))?
+        .is_truthy()?
+    {
+        return Ok(());
+    }
+    let args = (
+        &name,
+        levelno,
+        &*record.file,
+        record.line,
+        &record.message,
+        PyTuple::empty(py),
+        py.None(),
+    );
+    let made = logger.call_method1("makeRecord", args)?;
+    stamp(py, state, &made, record)?;
+    logger.call_method1("handle", (made,))?;
+    Ok(())
+}
+
+/// Sets a made record's time and thread to when and where it was logged.
+fn stamp(
+    py: Python<'_>,
+    state: &State,
+    made: &Bound<'_, PyAny>,
+    record: &PendingRecord,
+) -> PyResult<()> {
+    let since = record
+        .created
+        .duration_since(UNIX_EPOCH)
+        .unwrap_or_default();
+    let created = since.as_secs_f64();
+    let delivered: f64 = made.getattr("created")?.extract()?;
+    let relative: f64 = made.getattr("relativeCreated")?.extract()?;
+    made.setattr("created", created)?;
+    made.setattr("msecs", f64::from(since.subsec_millis()))?;
+    made.setattr("relativeCreated", relative - (delivered - created) * 1000.0)?;
+    made.setattr("thread", record.thread)?;
+    let active = state.threading.bind(py).getattr("_active")?;
+    let name = match active.get_item(record.thread) {
+        Ok(thread) => thread.getattr("name")?,
+        Err(_) => pyo3::types::PyString::new(py, &record.thread_name).into_any(),
+    };
+    made.setattr("threadName", name)?;
+    Ok(())
+}
+
+/// The note for records left out, as a Warning of pylogsink's own.
+fn handle_note(py: Python<'_>, state: &State, name: &str, note: &str) -> PyResult<()> {
+    let logger = logger(py, state, name)?;
+    logger.call_method1("warning", (note,))?;
+    Ok(())
+}
+
+/// pylogsink's Python thread: waits, with the GIL released, for records
+/// logged outside any call, and delivers them. Every [`LEVELS_EVERY`] it
+/// also reads the levels again if they changed, so that a native thread
+/// that logs while no call is made follows `setLevel` too.
+fn run_thread(py: Python<'_>) {
+    loop {
+        let woken = py.detach(wait_for_records);
+        if woken == Woken::Stop {
+            return;
+        }
+        if let Some(state) = STATE.get(py) {
+            if let Err(err) = refresh_levels(py, state) {
+                err.write_unraisable(py, None);
+            }
+        }
+        if woken == Woken::Records {
+            if let Some(err) = deliver(py, take_pending_queue()) {
+                err.write_unraisable(py, None);
+            }
+        }
+    }
+}
+
+/// How often pylogsink's Python thread looks at the levels.
+const LEVELS_EVERY: Duration = Duration::from_millis(100);
+
+/// Why pylogsink's Python thread woke up.
+#[derive(PartialEq, Eq)]
+enum Woken {
+    Stop,
+    Records,
+    Levels,
+}
+
+/// Waits until records wait outside any call, the exit, or [`LEVELS_EVERY`].
+/// A wake that comes between the check and the wait is caught by the
+/// short timeout.
+fn wait_for_records() -> Woken {
+    let deadline = Instant::now() + LEVELS_EVERY;
+    let mut guard = WAKE_LOCK.lock().unwrap_or_else(|e| e.into_inner());
+    loop {
+        if STOP.load(Ordering::Acquire) {
+            return Woken::Stop;
+        }
+        if crate::sink::pending_waiting() {
+            return Woken::Records;
+        }
+        if Instant::now() >= deadline {
+            return Woken::Levels;
+        }
+        guard = WAKE
+            .wait_timeout(guard, Duration::from_millis(20))
+            .unwrap_or_else(|e| e.into_inner())
+            .0;
+    }
+}
+
+/// At exit, while the interpreter is whole and before `logging.shutdown`:
+/// stops pylogsink's thread (so it never re-takes the GIL once
+/// finalization began) and delivers every record still waiting.
+pub(crate) fn at_exit(py: Python<'_>) {
+    let Some(state) = STATE.get(py) else {
+        return;
+    };
+    if !STOP.swap(true, Ordering::AcqRel) {
+        wake();
+        if let Err(err) = state.thread.bind(py).call_method1("join", (1.0,)) {
+            err.write_unraisable(py, None);
+        }
+    }
+    for batch in take_all_pending() {
+        if let Some(err) = deliver(py, batch) {
+            err.write_unraisable(py, None);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn logger_names_follow_the_target() {
+        assert_eq!(logger_name("", "ureq::stream"), "ureq.stream");
+        assert_eq!(logger_name("native", "ureq::stream"), "native.ureq.stream");
+        assert_eq!(logger_name("", ""), "");
+        assert_eq!(logger_name("native", ""), "native");
+    }
+}

@@ -1,0 +1,254 @@
+//! Records waiting for Python's `logging`: structured, in order, capped.
+//!
+//! With the `logging` destination a record cannot be handed over when it
+//! is logged (that would run Python in the log function), so it waits as
+//! data, not text: `logging` wants the level, the target, the file and line
+//! and the time apart. Like the text buffers, a buffer keeps its newest
+//! records within a byte cap, and counts those it left out so that one note
+//! can say so where they were.
+
+use crate::format::{escape_into, format_record};
+use crate::level::Level;
+use crate::record::Record;
+use std::collections::VecDeque;
+use std::sync::Arc;
+use std::time::SystemTime;
+
+/// One record as `logging` will get it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct PendingRecord {
+    pub level: Level,
+    pub target: Box<str>,
+    pub file: Box<str>,
+    pub line: u32,
+    /// The message, escaped as on stderr.
+    pub message: String,
+    /// When it was logged.
+    pub created: SystemTime,
+    /// The OS thread that logged it (`pthread_self`, which is also what
+    /// Python's `threading.get_ident` returns), and that thread's name.
+    pub thread: u64,
+    pub thread_name: Arc<str>,
+}
+
+impl PendingRecord {
+    pub fn new(record: &Record<'_>, created: SystemTime, thread: (u64, Arc<str>)) -> Self {
+        let mut message = Vec::with_capacity(record.message.len());
+        escape_into(&mut message, record.message);
+        PendingRecord {
+            level: record.level,
+            target: record.target.into(),
+            file: record.file.into(),
+            line: record.line,
+            // escape_into writes valid UTF-8 only.
+            message: String::from_utf8(message)
+                .unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned()),
+            created,
+            thread: thread.0,
+            thread_name: thread.1,
+        }
+    }
+
+    /// The bytes it counts for against the cap.
+    pub fn size(&self) -> usize {
+        self.message.len() + self.target.len() + self.file.len() + 64
+    }
+
+    /// The record as a text line, for where Python can no longer take it.
+    pub fn to_text(&self, out: &mut Vec<u8>) {
+        let record = Record {
+            level: self.level,
+            target: &self.target,
+            file: &self.file,
+            line: self.line,
+            message: b"",
+        };
+        format_record(out, self.created, &record, false);
+        // The message is escaped already: put it in as it is.
+        out.pop();
+        out.extend_from_slice(self.message.as_bytes());
+        out.push(b'\n');
+    }
+}
+
+/// Records waiting, newest kept within `cap` bytes.
+#[derive(Debug)]
+pub(crate) struct Pending {
+    records: VecDeque<PendingRecord>,
+    bytes: usize,
+    cap: usize,
+    /// Records left out (the oldest ones) and their bytes.
+    pub left_out: u64,
+    pub left_out_bytes: u64,
+}
+
+/// What [`Pending::take`] hands over.
+#[derive(Debug, Default)]
+pub(crate) struct Batch {
+    pub records: Vec<PendingRecord>,
+    pub left_out: u64,
+    pub left_out_bytes: u64,
+}
+
+impl Batch {
+    pub fn is_empty(&self) -> bool {
+        self.records.is_empty() && self.left_out == 0
+    }
+
+    /// The note that stands where left-out records were, if any.
+    pub fn note(&self) -> Option<String> {
+        (self.left_out > 0).then(|| {
+            format!(
+                "{} records ({} bytes) left out here: more than {} KiB waited at once",
+                self.left_out,
+                self.left_out_bytes,
+                crate::kept::CAP / 1024
+            )
+        })
+    }
+
+    /// The batch as text lines, note first, for fd 2.
+    pub fn to_text(&self) -> Vec<u8> {
+        let mut out = Vec::new();
+        if let Some(note) = self.note() {
+            out.extend_from_slice(b"[pylogsink] ");
+            out.extend_from_slice(note.as_bytes());
+            out.push(b'\n');
+        }
+        for record in &self.records {
+            record.to_text(&mut out);
+        }
+        out
+    }
+}
+
+impl Pending {
+    pub const fn with_cap(cap: usize) -> Pending {
+        Pending {
+            records: VecDeque::new(),
+            bytes: 0,
+            cap,
+            left_out: 0,
+            left_out_bytes: 0,
+        }
+    }
+
+    /// Adds a record; the oldest ones make room for it.
+    pub fn push(&mut self, record: PendingRecord) {
+        self.bytes += record.size();
+        self.records.push_back(record);
+        while self.bytes > self.cap && self.records.len() > 1 {
+            let old = self.records.pop_front().expect("not empty");
+            self.bytes -= old.size();
+            self.left_out += 1;
+            self.left_out_bytes += old.message.len() as u64;
+        }
+    }
+
+    /// Takes everything out.
+    pub fn take(&mut self) -> Batch {
+        self.bytes = 0;
+        Batch {
+            records: self.records.drain(..).collect(),
+            left_out: std::mem::take(&mut self.left_out),
+            left_out_bytes: std::mem::take(&mut self.left_out_bytes),
+        }
+    }
+
+    /// Puts back what could not be delivered, before what came since.
+    pub fn put_back(&mut self, batch: Batch) {
+        self.left_out += batch.left_out;
+        self.left_out_bytes += batch.left_out_bytes;
+        for record in batch.records.into_iter().rev() {
+            self.bytes += record.size();
+            self.records.push_front(record);
+        }
+        while self.bytes > self.cap && self.records.len() > 1 {
+            let old = self.records.pop_front().expect("not empty");
+            self.bytes -= old.size();
+            self.left_out += 1;
+            self.left_out_bytes += old.message.len() as u64;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::{Duration, UNIX_EPOCH};
+
+    fn record(i: usize, size: usize) -> PendingRecord {
+        let message = format!("{i:06} {}", "x".repeat(size));
+        PendingRecord::new(
+            &Record {
+                level: Level::Info,
+                target: "rt::loader",
+                file: "src/loader.rs",
+                line: 7,
+                message: message.as_bytes(),
+            },
+            UNIX_EPOCH + Duration::new(1_796_117_962, 5_000),
+            (1, "worker".into()),
+        )
+    }
+
+    #[test]
+    fn keeps_the_newest_within_the_cap_and_counts_the_rest() {
+        let mut p = Pending::with_cap(10_000);
+        for i in 0..1000 {
+            p.push(record(i, 100));
+        }
+        let batch = p.take();
+        let kept = batch.records.len() as u64;
+        assert_eq!(kept + batch.left_out, 1000);
+        assert!(kept > 0 && batch.left_out > 0);
+        // The newest, in order.
+        let first = 1000 - kept as usize;
+        for (n, r) in batch.records.iter().enumerate() {
+            assert!(r.message.starts_with(&format!("{:06}", first + n)));
+        }
+        assert!(batch
+            .note()
+            .unwrap()
+            .starts_with(&format!("{} records", batch.left_out)));
+        assert!(p.take().is_empty());
+    }
+
+    #[test]
+    fn put_back_goes_before_what_came_since() {
+        let mut p = Pending::with_cap(1 << 20);
+        p.push(record(0, 1));
+        let batch = p.take();
+        p.push(record(1, 1));
+        p.put_back(batch);
+        let order: Vec<_> = p
+            .take()
+            .records
+            .iter()
+            .map(|r| r.message[..6].to_owned())
+            .collect();
+        assert_eq!(order, ["000000", "000001"]);
+    }
+
+    #[test]
+    fn messages_are_escaped_and_text_matches_the_stderr_format() {
+        let r = PendingRecord::new(
+            &Record {
+                level: Level::Warn,
+                target: "rt",
+                file: "a/b.rs",
+                line: 3,
+                message: b"bad \x1b[2J\xff\nnext",
+            },
+            UNIX_EPOCH + Duration::new(1_796_117_962, 5_000),
+            (1, "t".into()),
+        );
+        assert_eq!(r.message, "bad \\x1b[2J\\xff\n    next");
+        let mut text = Vec::new();
+        r.to_text(&mut text);
+        assert_eq!(
+            String::from_utf8(text).unwrap(),
+            "[2026-12-01T09:39:22.000005Z WARN  rt b.rs:3] bad \\x1b[2J\\xff\n    next\n"
+        );
+    }
+}

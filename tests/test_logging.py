@@ -1,0 +1,489 @@
+"""The ``logging`` destination (destination.rs, logging.rs, pylevels.rs,
+pending.rs): records become ``logging.LogRecord``s, handed to Python where
+that is safe, with Python's levels deciding on the native side too.
+
+Records come from the demo runtime (``pylogsink``) and from real crates in
+the test extension (``pylogsink_testext``: ureq's requests to a real HTTP
+server in a child process). Each extension links its own pylogsink, so each
+has its own destination; the fixtures set it and put ``stderr`` back.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import re
+import select
+import signal
+import subprocess
+import sys
+import textwrap
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+import pylogsink
+import pylogsink_testext as testext
+from conftest import python, records
+
+RUNTIME = Path(__file__).parent.parent / "crates" / "pylogsink-py" / "src" / "runtime.rs"
+DEMO = "_pylogsink.runtime"
+
+# One write per response, so that no small segment waits for a delayed ACK.
+SERVER = """
+import http.server
+
+class Handler(http.server.BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+
+    def do_GET(self):
+        status = b"200 OK" if self.path == "/" else b"404 Not Found"
+        self.wfile.write(b"HTTP/1.1 " + status + b"\\r\\nContent-Length: 3\\r\\n\\r\\nok\\n")
+
+    def log_message(self, *args):
+        pass
+
+server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+print(server.server_address[1], flush=True)
+server.serve_forever()
+"""
+
+
+def source_line(text: str) -> int:
+    """The line of the demo runtime's source that contains ``text``."""
+    lines = RUNTIME.read_text().splitlines()
+    return next(n for n, line in enumerate(lines, 1) if text in line)
+
+
+@pytest.fixture(scope="module")
+def url() -> Iterator[str]:
+    """The URL of an HTTP server running in a child process."""
+    child = subprocess.Popen([sys.executable, "-c", SERVER], stdout=subprocess.PIPE, text=True)
+    try:
+        ready, _, _ = select.select([child.stdout], [], [], 30)
+        assert ready, "the HTTP server printed no port within 30 s"
+        assert child.stdout is not None
+        yield f"http://127.0.0.1:{int(child.stdout.readline())}/"
+    finally:
+        child.terminate()
+        child.wait(timeout=10)
+
+
+@pytest.fixture
+def demo() -> Iterator[None]:
+    """The demo runtime with the ``logging`` destination, and directives
+    that let everything through, so that Python's levels decide."""
+    directives = pylogsink.log_filter()
+    pylogsink.set_log_destination("logging")
+    pylogsink.set_log_filter("trace")
+    try:
+        yield
+    finally:
+        pylogsink.set_log_destination("stderr")
+        pylogsink.set_log_filter(directives)
+
+
+@pytest.fixture
+def ext() -> Iterator[None]:
+    """The test extension with the ``logging`` destination, as ``demo``."""
+    directives = testext.log_filter()
+    testext.set_log_destination("logging")
+    testext.set_log_filter("trace")
+    try:
+        yield
+    finally:
+        testext.set_log_destination("stderr")
+        testext.set_log_filter(directives)
+
+
+def of(caplog: pytest.LogCaptureFixture, name: str) -> list[logging.LogRecord]:
+    """The records caplog got from logger ``name`` or those under it."""
+    return [r for r in caplog.records if r.name == name or r.name.startswith(name + ".")]
+
+
+def child_env(**extra: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTEST_", "PYLOGSINK_"))}
+    env.update(extra)
+    return env
+
+
+# Choosing it.
+
+
+def test_the_destination_is_stderr_until_chosen_and_bad_names_are_refused() -> None:
+    assert pylogsink.log_destination() == "stderr"
+    with pytest.raises(ValueError, match=r'unknown log destination "file": expected "logging" or "stderr"'):
+        pylogsink.set_log_destination("file")  # type: ignore[arg-type]
+    assert pylogsink.log_destination() == "stderr"
+
+
+def test_the_builder_chooses_it_and_records_from_module_init_arrive() -> None:
+    done = python(
+        """
+        import logging, sys
+        logging.basicConfig(level=logging.INFO, stream=sys.stdout, format="%(name)s|%(levelname)s|%(message)s")
+        import pylogsink_testext as t
+        sys.stdout.write(t.log_destination() + "\n")
+        """,
+        env=child_env(PYLOGSINK_TESTEXT_DESTINATION="logging"),
+    )
+    assert done.returncode == 0, done.stderr
+    # The record was logged outside any call: pylogsink's thread delivers it
+    # while the main thread goes on, or the exit does.
+    assert sorted(done.stdout.splitlines()) == ["logging", "testext.init|INFO|imported"], done.stdout
+    assert done.stderr == ""
+
+
+# Real records.
+
+
+def test_caplog_gets_the_demo_runtimes_records_with_names_levels_lines_and_messages(
+    caplog: pytest.LogCaptureFixture, demo: None
+) -> None:
+    caplog.set_level(5)
+    pylogsink.log_lines(2, "debug", size=0)
+    pylogsink.log_lines(1, "trace", size=0)
+    pylogsink.log_lines(1, "warn", size=0)
+    pylogsink.log_lines(1, "error", size=0)
+    got = of(caplog, DEMO)
+    assert [(r.name, r.levelno, r.levelname) for r in got] == [
+        (DEMO, 10, "DEBUG"),
+        (DEMO, 10, "DEBUG"),
+        (DEMO, 5, "TRACE"),
+        (DEMO, 30, "WARNING"),
+        (DEMO, 40, "ERROR"),
+    ]
+    assert [r.getMessage() for r in got] == [
+        "line 0000000 of 2",
+        "line 0000001 of 2",
+        "line 0000000 of 1",
+        "line 0000000 of 1",
+        "line 0000000 of 1",
+    ]
+    line = source_line("let (file, line) = (file!(), line!());")
+    assert {(r.filename, r.lineno, r.pathname.endswith("runtime.rs")) for r in got} == {("runtime.rs", line, True)}
+    assert all(r.args == () for r in got)
+
+
+def test_messages_are_escaped_as_on_stderr_and_never_percent_formatted(
+    caplog: pytest.LogCaptureFixture, demo: None
+) -> None:
+    caplog.set_level(logging.INFO)
+    pylogsink.log_raw(b"100% sure %s %(name)s \xff\x1b[31m")
+    (got,) = of(caplog, DEMO)
+    assert got.getMessage() == r"100% sure %s %(name)s \xff\x1b[31m"
+
+
+def test_caplog_gets_ureq_records_under_ureq_loggers(caplog: pytest.LogCaptureFixture, ext: None, url: str) -> None:
+    caplog.set_level(logging.DEBUG)
+    assert testext.http_get(url + "missing") == 404
+    got = of(caplog, "ureq")
+    assert len(got) >= 3, [r.getMessage() for r in got]
+    assert {r.name for r in got} >= {"ureq.unit", "ureq.response"}
+    assert {r.levelname for r in got} == {"DEBUG"}
+    responses = [r.getMessage() for r in got if r.getMessage().startswith("response ")]
+    assert responses == [f"response 404 to GET {url}missing"]
+    assert all(r.filename.endswith(".rs") and r.lineno > 0 and "ureq" in r.pathname for r in got)
+
+
+def test_created_is_when_it_was_logged_and_thread_is_who_logged_it(
+    caplog: pytest.LogCaptureFixture, demo: None
+) -> None:
+    caplog.set_level(logging.INFO)
+    before = time.time()
+    pylogsink.log_then_hang(1, 0.3)  # logs, then holds the call for 0.3 s
+    worker = threading.Thread(target=pylogsink.log_lines, args=(1,), name="worker-7")
+    worker.start()
+    worker.join()
+    pylogsink.start_background_logger(1).join()
+    time.sleep(0.3)  # the background thread's record arrives without a call
+    hung, from_worker, native = of(caplog, DEMO)
+    assert before <= hung.created < before + 0.25, "created at delivery, not when logged"
+    assert hung.msecs == pytest.approx((hung.created % 1) * 1000, abs=1)
+    assert (hung.thread, hung.threadName) == (threading.main_thread().ident, "MainThread")
+    assert (from_worker.thread, from_worker.threadName) == (worker.ident, "worker-7")
+    assert native.getMessage() == "background line 0"
+    assert native.thread not in {t.ident for t in threading.enumerate()}
+    assert native.threadName and native.threadName not in {"MainThread", "worker-7"}
+
+
+def test_a_users_handler_filters_and_propagation_apply(demo: None) -> None:
+    got: list[logging.LogRecord] = []
+
+    class Keep(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            got.append(record)
+
+    parent = logging.getLogger("_pylogsink")
+    handler = Keep(logging.DEBUG)
+    handler.addFilter(lambda r: "1 of" not in r.getMessage())
+    parent.addHandler(handler)
+    parent.setLevel(logging.DEBUG)
+    try:
+        pylogsink.log_lines(3, "debug", size=0)
+    finally:
+        parent.removeHandler(handler)
+        parent.setLevel(logging.NOTSET)
+    assert [r.getMessage() for r in got] == ["line 0000000 of 3", "line 0000002 of 3"]
+
+
+def test_basic_config_gets_them_and_nothing_reaches_fd2() -> None:
+    done = python(
+        """
+        import logging, sys
+        logging.basicConfig(level=logging.DEBUG, stream=sys.stdout, format="%(name)s|%(levelname)s|%(message)s")
+        import pylogsink
+        pylogsink.set_log_destination("logging")
+        pylogsink.log_lines(2, "debug", size=0)
+        pylogsink.log_lines(1, "error", size=0)
+        pylogsink.start_background_logger(1).join()
+        """,
+        env=child_env(),
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == [
+        f"{DEMO}|DEBUG|line 0000000 of 2",
+        f"{DEMO}|DEBUG|line 0000001 of 2",
+        f"{DEMO}|ERROR|line 0000000 of 1",
+        f"{DEMO}|INFO|background line 0",
+    ]
+    assert done.stderr == ""
+
+
+def test_pytest_log_level_debug_lets_caplog_see_debug_records(tmp_path: Path) -> None:
+    test = tmp_path / "test_inner.py"
+    test.write_text(
+        textwrap.dedent(
+            f"""
+            import pylogsink
+
+            def test_debug_records(caplog):
+                pylogsink.set_log_destination("logging")
+                pylogsink.log_lines(2, "debug", size=0)
+                got = [(r.name, r.levelname) for r in caplog.records]
+                assert got == [("{DEMO}", "DEBUG")] * 2
+            """
+        )
+    )
+    cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(test)]
+    with_flag = subprocess.run([*cmd, "--log-level=DEBUG"], capture_output=True, text=True, timeout=120, env=child_env())
+    assert with_flag.returncode == 0, with_flag.stdout + with_flag.stderr
+    # Without it, the root logger's WARNING decides: the flag is what did it.
+    without = subprocess.run(cmd, capture_output=True, text=True, timeout=120, env=child_env())
+    assert without.returncode == 1 and "assert [] ==" in without.stdout, without.stdout
+
+
+def test_fatal_lines_still_go_to_fd2_after_the_calls_waiting_records() -> None:
+    done = python(
+        """
+        import logging, sys
+        logging.basicConfig(level=logging.DEBUG, stream=sys.stdout)
+        import pylogsink
+        pylogsink.set_log_destination("logging")
+        pylogsink.abort_with_fatal()
+        """,
+        env=child_env(),
+    )
+    assert done.returncode == -signal.SIGABRT
+    assert done.stdout == ""
+    # The lines of its two rt_log! invocations.
+    first = source_line("fn abort_with_fatal")
+    lines = RUNTIME.read_text().splitlines()
+    error, fatal = (n for n in range(first, first + 12) if "rt_log!(" in lines[n - 1])
+    assert [re.sub(r"^\[\S+ ", "[", r) for r in records(done.stderr)] == [
+        f"[ERROR _pylogsink::runtime runtime.rs:{error}] ETDump: debug buffer of 64 bytes is too small for event 3",
+        f"[FATAL _pylogsink::runtime runtime.rs:{fatal}] In function write_event(), assert failed: buffer has room",
+    ]
+
+
+def test_records_over_the_cap_are_counted_in_one_note(caplog: pytest.LogCaptureFixture, demo: None) -> None:
+    caplog.set_level(logging.INFO)
+    pylogsink.log_lines(3000, "info", size=100)
+    got = of(caplog, DEMO)
+    notes = of(caplog, "pylogsink")
+    assert 0 < len(got) < 3000
+    assert got[-1].getMessage().startswith("line 0002999 of 3000"), "the newest records are kept"
+    (note,) = notes
+    assert note.levelname == "WARNING"
+    assert re.search(rf"\b{3000 - len(got)} lines? .*left out", note.getMessage()), note.getMessage()
+
+
+def test_an_interrupt_in_a_handler_follows_the_interrupt_rule_after_the_rest_are_delivered(demo: None) -> None:
+    got: list[str] = []
+
+    class Interrupted(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            got.append(record.getMessage())
+            if len(got) == 1:
+                raise KeyboardInterrupt
+
+    logger = logging.getLogger(DEMO)
+    handler = Interrupted()
+    logger.addHandler(handler)
+    logger.setLevel(logging.INFO)
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            pylogsink.log_lines(3, "info", size=0)
+    finally:
+        logger.removeHandler(handler)
+        logger.setLevel(logging.NOTSET)
+    assert got == ["line 0000000 of 3", "line 0000001 of 3", "line 0000002 of 3"]
+
+
+# Levels.
+
+
+def emitted(level: str) -> int:
+    return pylogsink.log_stats()[level]
+
+
+def test_a_level_change_is_seen_from_the_next_call(caplog: pytest.LogCaptureFixture, demo: None) -> None:
+    caplog.set_level(logging.WARNING)
+    pylogsink.log_lines(1, "info", size=0)
+    assert of(caplog, DEMO) == []
+    caplog.set_level(logging.DEBUG)
+    pylogsink.log_lines(1, "debug", size=0)
+    assert [r.levelname for r in of(caplog, DEMO)] == ["DEBUG"]
+
+
+def test_a_record_pythons_levels_refuse_is_dropped_before_it_is_kept(
+    caplog: pytest.LogCaptureFixture, demo: None
+) -> None:
+    caplog.set_level(logging.DEBUG)
+    logging.disable(logging.INFO)
+    try:
+        before = emitted("info")
+        pylogsink.log_lines(5, "info", size=0)
+        assert emitted("info") == before, "logging.disable(INFO) drops INFO on the native side"
+        pylogsink.log_lines(1, "warn", size=0)
+    finally:
+        logging.disable(logging.NOTSET)
+    logging.getLogger(DEMO).setLevel(logging.ERROR)
+    try:
+        pylogsink.log_lines(1, "warn", size=0)  # learns the target's level
+        before = emitted("warn")
+        pylogsink.log_lines(5, "warn", size=0)
+        assert emitted("warn") == before, "the target's level is cached natively"
+    finally:
+        logging.getLogger(DEMO).setLevel(logging.NOTSET)
+    pylogsink.log_lines(1, "info", size=0)
+    assert [(r.levelname, r.getMessage()) for r in of(caplog, DEMO)] == [
+        ("WARNING", "line 0000000 of 1"),
+        ("INFO", "line 0000000 of 1"),
+    ]
+
+
+def test_the_users_directives_apply_as_well_and_the_builders_default_does_not() -> None:
+    done = python(
+        """
+        import logging, sys
+        logging.basicConfig(level=logging.DEBUG, stream=sys.stdout, format="%(levelname)s|%(message)s")
+        import pylogsink
+        print(pylogsink.log_filter())  # the demo's default directive
+        pylogsink.set_log_destination("logging")
+        print(pylogsink.log_filter())
+        pylogsink.log_lines(1, "debug", size=0)
+        pylogsink.set_log_filter("warn")
+        pylogsink.log_lines(1, "info", size=0)
+        pylogsink.log_lines(1, "warn", size=0)
+        """,
+        env=child_env(),
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == ["info", "trace", "DEBUG|line 0000000 of 1", "WARNING|line 0000000 of 1"]
+
+
+# When: the threads that log outside any call, and the exit.
+
+
+def test_a_native_thread_outside_any_call_reaches_a_handler_within_100_ms() -> None:
+    done = python(
+        """
+        import logging, time
+        import pylogsink
+        delays = []
+
+        class Clock(logging.Handler):
+            def emit(self, record):
+                delays.append(time.time() - record.created)
+
+        logging.getLogger().addHandler(Clock())
+        logging.getLogger().setLevel(logging.INFO)
+        pylogsink.set_log_destination("logging")
+        pylogsink.noop_in_call()
+        pylogsink.start_background_logger(20, 0.02)
+        time.sleep(1.0)  # no call is made meanwhile
+        print(len(delays), max(delays))
+        """,
+        env=child_env(),
+    )
+    assert done.returncode == 0, done.stderr
+    count, worst = done.stdout.split()
+    assert int(count) == 20
+    assert float(worst) < 0.1
+
+
+def test_at_exit_no_record_is_lost() -> None:
+    done = python(
+        """
+        import logging, sys, threading
+        logging.basicConfig(level=logging.INFO, stream=sys.stdout, format="%(threadName)s|%(message)s")
+        import pylogsink
+        pylogsink.set_log_destination("logging")
+        # Still in a call at exit: its records wait in its own buffer.
+        threading.Thread(target=pylogsink.log_then_block, args=(3,), daemon=True, name="blocked").start()
+        # Outside any call, logged just before the exit.
+        pylogsink.start_background_logger(300).join()
+        """,
+        env=child_env(),
+    )
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert sorted(line for line in lines if line.startswith("blocked|")) == [
+        f"blocked|blocked for good after line {i}" for i in range(3)
+    ]
+    background = [line.split("|")[1] for line in lines if "background" in line]
+    assert background == [f"background line {i}" for i in range(300)]
+    assert done.stderr == ""
+
+
+# A crate that logs under its own mutex.
+
+POOL = """
+import logging, os, sys, threading
+logging.basicConfig(level=logging.DEBUG, stream=open(os.devnull, "w"))
+import pylogsink_testext as t
+if os.environ.get("PYLOGSINK_TESTEXT_LOGGER") != "pyo3-log":
+    t.set_log_destination("logging")
+pulled = []
+
+class Pool(logging.Handler):
+    def emit(self, record):
+        if record.getMessage().startswith("pulling stream from pool"):
+            pulled.append(record)
+
+logging.getLogger().addHandler(Pool())
+# Half the threads hold the GIL during their requests, half release it.
+threads = [threading.Thread(target=t.pool_get, args=({url!r}, 25, i % 2 == 0)) for i in range(8)]
+for thread in threads:
+    thread.start()
+for thread in threads:
+    thread.join()
+print(len(pulled))
+"""
+
+
+def test_eight_threads_sharing_a_pool_that_logs_under_its_mutex_complete(url: str) -> None:
+    done = python(POOL.format(url=url), timeout=90, env=child_env())
+    assert done.returncode == 0, done.stderr
+    assert int(done.stdout) > 0, "ureq logged under its pool's mutex"
+
+
+def test_the_same_workload_through_pyo3_log_hangs(url: str) -> None:
+    # One thread holds the GIL and waits for the pool's mutex; another holds
+    # the mutex and waits for the GIL, to log.
+    with pytest.raises(subprocess.TimeoutExpired):
+        python(POOL.format(url=url), timeout=20, env=child_env(PYLOGSINK_TESTEXT_LOGGER="pyo3-log"))
