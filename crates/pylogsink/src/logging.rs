@@ -120,8 +120,9 @@ fn state(py: Python<'_>) -> PyResult<&'static State> {
 /// Hears of every change of Python's levels as it happens: `logging`
 /// clears the level cache (`_cache`, a dict) of every logger whenever a
 /// level changes (`setLevel`, `logging.disable`, and so `basicConfig`,
-/// `dictConfig`, `caplog.set_level`), so a logger of pylogsink's own gets a
-/// dict whose `clear` tells [`pylevels::forget`].
+/// `dictConfig`, `caplog.set_level`), so a logger of pylogsink's own
+/// (`pylogsink._levels.<address>`, one per extension that links pylogsink)
+/// gets a dict whose `clear` tells [`pylevels::forget`].
 fn watch_levels(py: Python<'_>, logging: &Bound<'_, PyModule>) -> PyResult<()> {
     // A builtin function in a class is not bound to the instance, so
     // `cache.clear()` calls it with no arguments.
@@ -132,7 +133,10 @@ fn watch_levels(py: Python<'_>, logging: &Bound<'_, PyModule>) -> PyResult<()> {
     let watch =
         py.get_type::<pyo3::types::PyType>()
             .call1(("pylogsink_levels_watch", bases, methods))?;
-    let sentinel = logging.call_method1("getLogger", ("pylogsink._levels",))?;
+    // Every extension links its own copy of pylogsink, and each needs a
+    // logger of its own: the address of this copy's state names it.
+    let name = format!("pylogsink._levels.{:x}", &STATE as *const _ as usize);
+    let sentinel = logging.call_method1("getLogger", (name,))?;
     sentinel.setattr("_cache", watch.call0()?)
 }
 
