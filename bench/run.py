@@ -64,13 +64,40 @@ Why each measurement exists:
    `log::max_level()` before any logger is asked. SPEC: "a record the
    filter drops: no formatting, no allocation, a level compare"; the proxy
    used is at most 10 ns per record dropped by level.
+10. logging destination against pyo3-log. Records per second into the
+   same handler, in the same child: a logging.StreamHandler on /dev/null
+   with the formatter of (5), on the root logger at INFO, counting what
+   it writes so that each run checks every record arrived. pylogsink:
+   `pylogsink::emit` of Info records, 400 per `pylogsink::call` (about
+   50 KB as the cap counts them, under its 64 KiB), handed over at the
+   call's return: each made with `Logger.makeRecord`, stamped with the
+   time and thread it was logged at, and given to `Logger.handle`; timed
+   over whole calls. pyo3-log: `log::info!`, each record made and handled
+   at once, with the GIL (held already, so taking it costs little).
+   Beside them, bare logging: `Logger.handle(Logger.makeRecord(...))`
+   from a Python loop, the ceiling of any bridge that makes and handles a
+   LogRecord per record. Target: >= 2x pyo3-log's records per second.
+   Then a disabled record: Info records, logger `myruntime.backend` at
+   WARNING, in ns per record, after first records that taught each side
+   that level. pylogsink: `pylogsink::emit` inside a call; the filter
+   "info" lets it through and the Python levels, read at the call's
+   entry and learnt at the first delivery, drop it (`stats` checks that
+   none was kept). pyo3-log: `log::info!`; `log::max_level` is set by
+   pyo3-log (Debug), so the macro asks pyo3-log, which drops the record
+   by its cached level, without the GIL. With the root at INFO only the
+   target's cached level can drop it (Target: >= 10x cheaper than
+   pyo3-log); with the root at WARNING no logger takes Info, and
+   pylogsink's floor (the lowest level set on any logger) drops it.
 
 Every measurement but (9) runs with the filter "info", so that each of its
-Info records is logged; (9) changes the filter and puts "info" back.
+Info records is logged; (9) changes the filter and puts "info" back. (10)
+runs in children of its own with the `logging` destination; every other
+measurement sends records to stderr.
 """
 
 import datetime
 import json
+import logging
 import os
 import platform
 import shutil
@@ -95,6 +122,7 @@ BUDGET = {
     "memory": {"calls": (200_000, 1_000_000)},
     "instructions": {"n": 20_000},
     "filter": {"rounds": (5, 11), "n": (40_000, 200_000), "dropped_n": (1_000_000, 5_000_000)},
+    "logging": {"rounds": (3, 9), "n": (20_000, 60_000), "per_call": 400, "dropped_n": (1_000_000, 3_000_000)},
 }
 TARGET = "myruntime::backend"
 PER_TARGET_FILTER = "info,myruntime::noisy=off"
@@ -187,21 +215,31 @@ def child_overhead(p, b):
     return interleaved(p["rounds"], {k: lambda t=t: t.timeit(n) / n * 1e9 for k, t in timers.items()})
 
 
-def child_sinks(p, b):
-    import logging
+def line_message(b, size):
+    """The message of a `size`-byte pylogsink line."""
+    return b.record_bytes(size).decode().split("] ", 1)[1].rstrip("\n")
 
-    handler = logging.StreamHandler(sys.stderr)
+
+def line_formatter():
+    """A logging.Formatter that gives a record the fields of a pylogsink
+    line, in the same order."""
     fmt = logging.Formatter(
         "[%(asctime)s.%(msecs)03d000Z %(levelname)-5s %(name)s %(filename)s:%(lineno)d] %(message)s",
         "%Y-%m-%dT%H:%M:%S",
     )
     fmt.converter = time.gmtime
+    return fmt
+
+
+def child_sinks(p, b):
+    handler = logging.StreamHandler(sys.stderr)
+    fmt = line_formatter()
     handler.setFormatter(fmt)
     root = logging.getLogger()
     root.handlers[:] = [handler]
     root.setLevel(logging.INFO)
     size = 100
-    message = b.record_bytes(size).decode().split("] ", 1)[1].rstrip("\n")
+    message = line_message(b, size)
     sample = logging.LogRecord(TARGET.replace("::", "."), logging.INFO, "src/lib.rs", 170, message, (), None)
     n = p["n"]
     counts = {"pylogsink": n, "naive": n // 5, "pyo3-log": n // 20}
@@ -241,6 +279,93 @@ def child_filter(p, b):
         run(name, 1000)
     figures = interleaved(p["rounds"], {name: lambda name=name: run(name) for name in cases})
     return {"ns_per_record": figures, "n": p["n"], "dropped_n": p["dropped_n"]}
+
+
+class CountingHandler(logging.StreamHandler):
+    """A StreamHandler that counts the records it writes, so that a run can
+    check that every record arrived."""
+
+    count = 0
+
+    def emit(self, record):
+        self.count += 1
+        super().emit(record)
+
+
+def logging_setup(b, root_level, target_level):
+    """Python's `logging` as (10) has it: a CountingHandler on /dev/null
+    with the line formatter on the root logger at `root_level`, the logger
+    of the benchmark's target at `target_level`, and pylogsink's `logging`
+    destination. Returns the handler and the logger."""
+    handler = CountingHandler(open(os.devnull, "w"))
+    handler.setFormatter(line_formatter())
+    root = logging.getLogger()
+    root.handlers[:] = [handler]
+    root.setLevel(root_level)
+    logger = logging.getLogger(TARGET.replace("::", "."))
+    logger.setLevel(target_level)
+    b.set_destination("logging")
+    return handler, logger
+
+
+def child_logging_delivered(p, b):
+    handler, logger = logging_setup(b, "INFO", "NOTSET")
+    message = line_message(b, 100)
+    per_call = p["per_call"]
+
+    def bare(n):
+        start = time.perf_counter_ns()
+        for _ in range(n):
+            logger.handle(logger.makeRecord(logger.name, logging.INFO, "src/lib.rs", 1, message, (), None))
+        return time.perf_counter_ns() - start
+
+    rivals = {
+        "pylogsink": lambda n: b.logging_calls(n // per_call, per_call, message),
+        "pyo3-log": lambda n: b.pyo3log_lines(n, message),
+        "bare logging": bare,
+    }
+
+    def run(name, n):
+        handler.count = 0
+        ns = rivals[name](n)
+        # A record left out (over the per-call cap) or lost would make the
+        # figure count records that were never handled.
+        if handler.count != n:
+            raise AssertionError(f"{name}: the handler got {handler.count} of {n} records")
+        return n / ns * 1e9
+
+    if p["n"] % per_call:
+        raise ValueError("n must be a multiple of per_call")
+    for name in rivals:
+        run(name, per_call)
+    return {"records_per_s": interleaved(p["rounds"], {name: lambda name=name: run(name, p["n"]) for name in rivals})}
+
+
+def child_logging_disabled(p, b):
+    handler, _ = logging_setup(b, p["root_level"], "WARNING")
+    message = line_message(b, 100)
+
+    def pylogsink(n):
+        ns, logged = b.filtered_lines(n, 100, "info", "info", TARGET)
+        # Kept and refused at delivery would be a different (and dearer) path.
+        if logged:
+            raise AssertionError(f"pylogsink: {logged} of {n} disabled records were kept")
+        return ns
+
+    rivals = {"pylogsink": pylogsink, "pyo3-log": lambda n: b.pyo3log_lines(n, message)}
+
+    def run(name, n):
+        ns = rivals[name](n)
+        if handler.count:
+            raise AssertionError(f"{name}: the handler got {handler.count} disabled records")
+        return ns / n
+
+    # The first records teach each side the logger's level (few: before
+    # pylogsink knows it, they are kept, and more than the cap would cost
+    # a note that the handler gets).
+    b.filtered_lines(100, 100, "info", "info", TARGET), b.pyo3log_lines(100, message)
+    n = p["dropped_n"]
+    return {"ns_per_record": interleaved(p["rounds"], {name: lambda name=name: run(name, n) for name in rivals})}
 
 
 def child_threads(p, b):
@@ -446,6 +571,23 @@ def measure(quick, say):
     fig["filter"] = f
     target("dropped by level (proxy: a level compare)", f["dropped_level_ns"], "<=", 10, "ns")
 
+    say("logging destination against pyo3-log")
+    p = pick(BUDGET["logging"], quick)
+    d = run_child({"task": "logging_delivered", **p}, "null")
+    rps = d["records_per_s"]
+    d["ratio_pyo3_log"] = median_ratio(rps["pylogsink"], rps["pyo3-log"])
+    d["ratio_bare"] = median_ratio(rps["bare logging"], rps["pyo3-log"])
+    target("logging: records/s pylogsink / pyo3-log", d["ratio_pyo3_log"], ">=", 2, "x")
+    fig["logging"] = {"delivered": d, "disabled": {}}
+    for root_level in ("INFO", "WARNING"):
+        r = run_child({"task": "logging_disabled", "root_level": root_level, **p}, "null")
+        ns = r["ns_per_record"]
+        r["ns"] = {name: statistics.median(v) for name, v in ns.items()}
+        r["ratio"] = median_ratio(ns["pyo3-log"], ns["pylogsink"])
+        fig["logging"]["disabled"][root_level] = r
+    ratio = fig["logging"]["disabled"]["INFO"]["ratio"]
+    target("logging: disabled ns, pyo3-log / pylogsink", ratio, ">=", 10, "x")
+
     if not quick and shutil.which("valgrind"):
         say("instructions per line (callgrind)")
         p = BUDGET["instructions"]
@@ -582,6 +724,25 @@ def report(m, fig, targets, quick):
         '  SPEC "a record the filter drops: no formatting, no allocation, a level compare":',
         "  proxy used, dropped by level <= 10 ns (in Targets)",
     ]
+    d, off = fig["logging"]["delivered"], fig["logging"]["disabled"]
+    rps = {k: statistics.median(v) for k, v in d["records_per_s"].items()}
+    lines += [
+        "",
+        "10. logging destination against pyo3-log, median of rounds",
+        "  records/s into one StreamHandler on /dev/null (the formatter of 5) on the root logger at INFO:",
+        f"  pylogsink {rps['pylogsink']:,.0f} ({BUDGET['logging']['per_call']} records per call, handed over at "
+        f"its return), pyo3-log {rps['pyo3-log']:,.0f}: {d['ratio_pyo3_log']:.2f}x",
+        f"  bare logging (makeRecord + Logger.handle from a Python loop) {rps['bare logging']:,.0f}: "
+        f"{d['ratio_bare']:.2f}x pyo3-log, the ceiling of a bridge that makes and handles each record",
+        "  a disabled record (Info, logger myruntime.backend at WARNING), ns (min in parentheses):",
+    ]
+    why = {"INFO": "its target's cached level drops it", "WARNING": "pylogsink's floor drops it"}
+    for root_level, r in off.items():
+        ns, low = r["ns"], {k: min(v) for k, v in r["ns_per_record"].items()}
+        lines.append(
+            f"    root at {root_level:<8} pylogsink {ns['pylogsink']:.1f} ({low['pylogsink']:.1f}), pyo3-log "
+            f"{ns['pyo3-log']:.1f} ({low['pyo3-log']:.1f}): {r['ratio']:.1f}x  ({why[root_level]})"
+        )
     lines += ["", "Targets (SPEC)", f"  {'figure':<44}{'measured':>12}  {'target':<13} met"]
     for t in targets:
         limit = t["op"] + " " + fmt_num(t["limit"], t["unit"])

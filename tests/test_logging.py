@@ -120,7 +120,8 @@ def test_the_destination_is_stderr_until_chosen_and_bad_names_are_refused() -> N
     assert pylogsink.log_destination() == "stderr"
 
 
-def test_the_builder_chooses_it_and_records_from_module_init_arrive() -> None:
+@pytest.mark.parametrize("prefix", ["", "native"])
+def test_the_builder_chooses_it_and_records_from_module_init_arrive(prefix: str) -> None:
     done = python(
         """
         import logging, sys
@@ -128,12 +129,13 @@ def test_the_builder_chooses_it_and_records_from_module_init_arrive() -> None:
         import pylogsink_testext as t
         sys.stdout.write(t.log_destination() + "\\n")  # one write: the delivery thread writes too
         """,
-        env=child_env(PYLOGSINK_TESTEXT_DESTINATION="logging"),
+        env=child_env(PYLOGSINK_TESTEXT_DESTINATION="logging", PYLOGSINK_TESTEXT_PREFIX=prefix),
     )
     assert done.returncode == 0, done.stderr
     # The record was logged outside any call: pylogsink's thread delivers it
     # while the main thread goes on, or the exit does.
-    assert sorted(done.stdout.splitlines()) == ["logging", "testext.init|INFO|imported"], done.stdout
+    name = f"{prefix}.testext.init" if prefix else "testext.init"
+    assert sorted(done.stdout.splitlines()) == ["logging", f"{name}|INFO|imported"], done.stdout
     assert done.stderr == ""
 
 
@@ -297,6 +299,30 @@ def test_fatal_lines_still_go_to_fd2_after_the_calls_waiting_records() -> None:
         f"[ERROR _pylogsink::runtime runtime.rs:{error}] ETDump: debug buffer of 64 bytes is too small for event 3",
         f"[FATAL _pylogsink::runtime runtime.rs:{fatal}] In function write_event(), assert failed: buffer has room",
     ]
+
+
+def test_a_fatal_line_outside_any_call_writes_the_records_waiting_for_logging_first() -> None:
+    # A native thread logs an Error, then a Fatal line, then aborts. The
+    # Error waits for pylogsink's delivery thread, which may not have run
+    # yet (the Fatal line then writes it as text), or may be handing it to
+    # logging (the Fatal line waits for that). Either way it is out, once.
+    done = python(
+        """
+        import logging, sys
+        logging.basicConfig(level=logging.DEBUG, stream=sys.stderr, format="logging: %(levelname)s %(message)s")
+        import pylogsink
+        pylogsink.set_log_destination("logging")
+        pylogsink.abort_with_fatal(on_native_thread=True)
+        """,
+        env=child_env(),
+    )
+    assert done.returncode == -signal.SIGABRT
+    lines = [re.sub(r"^\[\S+ (\w+) .*?\] ", r"\1 ", line) for line in done.stderr.splitlines()]
+    error = "ERROR ETDump: debug buffer of 64 bytes is too small for event 3"
+    assert lines in (
+        [error, "FATAL In function write_event(), assert failed: buffer has room"],
+        ["logging: " + error, "FATAL In function write_event(), assert failed: buffer has room"],
+    ), done.stderr
 
 
 def test_records_over_the_cap_are_counted_in_one_note(caplog: pytest.LogCaptureFixture, demo: None) -> None:

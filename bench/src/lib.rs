@@ -12,9 +12,11 @@
 //! process), and pylogsink is driven through [`pylogsink::emit`] directly,
 //! with the filter "info", so that the Info records of every measurement
 //! are logged; the filter's own measurements change it and put it back.
+//! Records go to stderr as text, except in the children that measure the
+//! `logging` destination, which set it with [`set_destination`].
 
 use pylogsink::format::format_record;
-use pylogsink::{emit, Level, Record};
+use pylogsink::{emit, Destination, Level, Record};
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::PyString;
@@ -152,6 +154,31 @@ fn filtered_lines(
     let logged = pylogsink::stats().emitted - before;
     set_filter(FILTER)?;
     Ok((ns?, logged))
+}
+
+/// `pylogsink::set_destination` by name: "stderr" or "logging".
+#[pyfunction]
+fn set_destination(name: &str) -> PyResult<()> {
+    let destination = Destination::parse(name)
+        .ok_or_else(|| PyValueError::new_err(format!("unknown destination {name:?}")))?;
+    pylogsink::set_destination(destination);
+    Ok(())
+}
+
+/// `calls` calls of `per_call` Info records of `message` each, through
+/// `pylogsink::emit` inside `pylogsink::call`: with the `logging`
+/// destination, each call hands its records to `logging` at its return.
+/// Times the whole calls, entry and return (the delivery) included.
+#[pyfunction]
+fn logging_calls(py: Python<'_>, calls: u64, per_call: u64, message: &str) -> PyResult<u64> {
+    let start = Instant::now();
+    for _ in 0..calls {
+        pylogsink::call(py, || {
+            loop_emit(per_call, Level::Info, TARGET, message.as_bytes());
+            Ok(())
+        })?;
+    }
+    Ok(nanos(start))
 }
 
 /// `n` records of `size` bytes in one call with `sys.stderr` replaced, so
@@ -415,6 +442,8 @@ fn pylogsink_bench(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(format_write, m)?)?;
     m.add_function(wrap_pyfunction!(direct_lines, m)?)?;
     m.add_function(wrap_pyfunction!(filtered_lines, m)?)?;
+    m.add_function(wrap_pyfunction!(set_destination, m)?)?;
+    m.add_function(wrap_pyfunction!(logging_calls, m)?)?;
     m.add_function(wrap_pyfunction!(kept_lines, m)?)?;
     m.add_function(wrap_pyfunction!(python_write_once, m)?)?;
     m.add_function(wrap_pyfunction!(noop, m)?)?;

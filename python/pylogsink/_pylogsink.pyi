@@ -36,8 +36,9 @@ def log_then_block(count: int) -> None:
 def with_callback(callback: Callable[[], _T]) -> _T:
     """Logs around a call of callback, all within one outermost call."""
 
-def abort_with_fatal() -> None:
-    """Logs an Error, then a Fatal line, then aborts the process."""
+def abort_with_fatal(on_native_thread: bool = False) -> None:
+    """Logs an Error, then a Fatal line, then aborts the process: in a call,
+    or with on_native_thread on a native thread outside any call."""
 
 def load_program(data: bytes) -> int:
     """Checks the program's 4-byte identifier; on a mismatch logs the raw

@@ -231,10 +231,12 @@ fn with_callback(py: Python<'_>, callback: Bound<'_, PyAny>) -> PyResult<Py<PyAn
 }
 
 /// Logs an Error, then a Fatal line, then aborts the process, all within
-/// one call: what a runtime does when its debug buffer is too small.
+/// one call (or, with `on_native_thread`, on a native thread outside any
+/// call): what a runtime does when its debug buffer is too small.
 #[pyfunction]
-fn abort_with_fatal(py: Python<'_>) -> PyResult<()> {
-    pylogsink::call(py, || {
+#[pyo3(signature = (on_native_thread = false))]
+fn abort_with_fatal(py: Python<'_>, on_native_thread: bool) -> PyResult<()> {
+    let abort = || -> ! {
         rt_log!(
             Level::Error,
             "ETDump: debug buffer of 64 bytes is too small for event 3"
@@ -244,7 +246,13 @@ fn abort_with_fatal(py: Python<'_>) -> PyResult<()> {
             "In function write_event(), assert failed: buffer has room"
         );
         std::process::abort()
-    })
+    };
+    if on_native_thread {
+        let thread = std::thread::spawn(abort);
+        let _ = py.detach(|| thread.join());
+        return Ok(());
+    }
+    pylogsink::call(py, || abort())
 }
 
 /// The identifier a valid program starts with.

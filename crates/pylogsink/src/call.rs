@@ -8,10 +8,11 @@
 use crate::destination::to_logging;
 use crate::format::decode_backslashreplace;
 use crate::kept::Taken;
+use crate::pending::queue;
 use crate::route::{daemon_avoids_python, return_plan, ReturnPlan, Sink};
 use crate::sink::{
-    count_noted, exit_wait, pending_waiting, queue_pending, queue_pending_as_text, stall_wait,
-    write_everything, write_fd2, write_queue, ThreadState, THREAD,
+    count_noted, exit_wait, queue_pending, queue_pending_as_text, stall_wait, write_everything,
+    write_fd2, write_queue, ThreadState, THREAD,
 };
 use pyo3::exceptions::PyException;
 use pyo3::prelude::*;
@@ -51,7 +52,7 @@ pub fn call<T>(py: Python<'_>, f: impl FnOnce() -> PyResult<T>) -> PyResult<T> {
         Err(_) => return f.take().expect("not run yet")(),
     };
     let interrupt = match left {
-        Some((sink, waiting)) if waiting || queue_pending() || pending_waiting() => {
+        Some((sink, waiting)) if waiting || queue_pending() || queue::waiting() => {
             write_at_return(py, sink)
         }
         _ => None,
@@ -108,7 +109,7 @@ fn write_at_return(py: Python<'_>, sink: Sink) -> Option<PyErr> {
 /// they go to fd 2 as text.
 fn deliver_at_return(py: Python<'_>) -> Option<PyErr> {
     let own = THREAD.with(|t| t.pending_any.get());
-    if !own && !pending_waiting() {
+    if !own && !queue::waiting() {
         return None;
     }
     if avoid_python(py) {

@@ -70,6 +70,37 @@
 //! A call keeps at most its newest 64 KiB; one note, in place, counts what
 //! was left out. Lines still kept when Python exits go to fd 2.
 //!
+//! # Python's `logging` as the destination
+//!
+//! With [`Destination::Logging`] (on the [`Builder`], or at run time with
+//! [`set_destination`] or `set_log_destination("logging")` from Python),
+//! each record becomes a `logging.LogRecord` on the logger named after its
+//! target (`ureq::stream` is `ureq.stream`), handed to `Logger.handle`, so
+//! that handlers, filters, `caplog` and `--log-level` apply:
+//!
+//! ```no_run
+//! # use pyo3::prelude::*;
+//! #[pymodule]
+//! fn my_runtime(m: &Bound<'_, PyModule>) -> PyResult<()> {
+//!     pylogsink::Builder::new()
+//!         .env("MY_RUNTIME_LOG")
+//!         .destination(pylogsink::Destination::Logging)
+//!         .logger_prefix("my_runtime") // loggers "my_runtime.ureq.stream", ...
+//!         .init()
+//!         .map_err(|e| pyo3::exceptions::PyRuntimeError::new_err(e.to_string()))?;
+//!     // Also starts the thread that delivers records logged outside calls.
+//!     pylogsink::python::add_functions(m)
+//! }
+//! ```
+//!
+//! The log function still never calls Python: a record waits, as data, and
+//! is handed over at the return of the outermost call, or, when it was
+//! logged outside any call, by a Python thread of pylogsink's own within
+//! 100 ms. Python's logger levels are applied on the native side too, from
+//! a cache that `logging` itself invalidates whenever a level changes, so a
+//! record no logger would take costs a compare. [`Level::Fatal`] lines
+//! still go to fd 2 as text, after the records that wait.
+//!
 //! # Errors in exceptions
 //!
 //! Error-level lines logged during a call are collected (the first

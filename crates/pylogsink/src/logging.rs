@@ -17,9 +17,10 @@
 //! Python's logger levels filter on the native side too ([`crate::pylevels`]),
 //! and `logging` itself tells when they change.
 
+use crate::pending::queue::Delivery;
 use crate::pending::{Batch, PendingRecord};
 use crate::pylevels;
-use crate::sink::{take_all_pending, take_pending_queue, THREAD};
+use crate::sink::{take_all_pending, THREAD};
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyCFunction, PyDict, PyTuple};
@@ -175,16 +176,22 @@ fn read_levels(py: Python<'_>, state: &State, epoch: u64) -> PyResult<()> {
 /// interrupt (`KeyboardInterrupt`...) that escaped a handler; the rest of
 /// the records are still delivered.
 pub(crate) fn deliver_at_return(py: Python<'_>) -> Option<PyErr> {
-    let queued = take_pending_queue();
+    let first = deliver_queue(py);
     let own = THREAD.with(|t| t.take_pending());
-    let first = deliver(py, queued);
-    let second = deliver(py, own);
+    let second = deliver(py, &own);
     first.or(second)
+}
+
+/// Hands the records logged outside any call to `logging`, unless a Fatal
+/// line is being written (it writes them as text).
+fn deliver_queue(py: Python<'_>) -> Option<PyErr> {
+    let delivery = Delivery::start()?;
+    deliver(py, &delivery.0)
 }
 
 /// Hands `batch` to `logging`, note first. If Python cannot take it (the
 /// destination could not be set up), it goes to fd 2 as text.
-fn deliver(py: Python<'_>, batch: Batch) -> Option<PyErr> {
+fn deliver(py: Python<'_>, batch: &Batch) -> Option<PyErr> {
     if batch.is_empty() {
         return None;
     }
@@ -192,7 +199,7 @@ fn deliver(py: Python<'_>, batch: Batch) -> Option<PyErr> {
         Ok(state) => state,
         Err(err) => {
             err.write_unraisable(py, None);
-            crate::sink::queue_pending_as_text(&batch);
+            crate::sink::queue_pending_as_text(batch);
             return None;
         }
     };
@@ -315,8 +322,14 @@ fn run_thread(py: Python<'_>) {
             }
         }
         if woken == Woken::Records {
-            if let Some(err) = deliver(py, take_pending_queue()) {
-                err.write_unraisable(py, None);
+            match Delivery::start() {
+                Some(delivery) => {
+                    if let Some(err) = deliver(py, &delivery.0) {
+                        err.write_unraisable(py, None);
+                    }
+                }
+                // A Fatal line is being written, and writes them.
+                None => py.detach(|| std::thread::sleep(Duration::from_millis(1))),
             }
         }
     }
@@ -343,7 +356,7 @@ fn wait_for_records() -> Woken {
         if STOP.load(Ordering::Acquire) {
             return Woken::Stop;
         }
-        if crate::sink::pending_waiting() {
+        if crate::pending::queue::waiting() {
             return Woken::Records;
         }
         if Instant::now() >= deadline {
@@ -370,7 +383,7 @@ pub(crate) fn at_exit(py: Python<'_>) {
         }
     }
     for batch in take_all_pending() {
-        if let Some(err) = deliver(py, batch) {
+        if let Some(err) = deliver(py, &batch) {
             err.write_unraisable(py, None);
         }
     }

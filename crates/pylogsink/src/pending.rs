@@ -172,6 +172,111 @@ impl Pending {
     }
 }
 
+/// The process-wide queue of records logged for `logging` outside any call,
+/// which pylogsink's Python thread and the next call's return deliver.
+///
+/// A Fatal line writes what waits here to fd 2 as text, since an abort
+/// follows. So that no record is lost between a delivery that took it and
+/// the abort, a [`Fatal`] line stops new deliveries and waits (at most the
+/// stall wait) for the one under way, and a [`Delivery`] holds its records
+/// until they have been handed over.
+pub(crate) mod queue {
+    use super::{Batch, Pending, PendingRecord};
+    use crate::kept::CAP;
+    use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering::SeqCst};
+    use std::sync::{Mutex, MutexGuard};
+    use std::time::{Duration, Instant};
+
+    static QUEUE: Mutex<Pending> = Mutex::new(Pending::with_cap(CAP));
+    static WAITING: AtomicBool = AtomicBool::new(false);
+    /// Deliveries under way.
+    static DELIVERING: AtomicUsize = AtomicUsize::new(0);
+    /// Fatal lines being written.
+    static FATAL: AtomicUsize = AtomicUsize::new(0);
+
+    fn lock() -> MutexGuard<'static, Pending> {
+        QUEUE.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Adds a record.
+    pub fn push(record: PendingRecord) {
+        lock().push(record);
+        WAITING.store(true, SeqCst);
+    }
+
+    /// Whether records wait.
+    #[inline]
+    pub fn waiting() -> bool {
+        WAITING.load(SeqCst)
+    }
+
+    /// Puts back records that could not be delivered, before what came since.
+    pub fn put_back(batch: Batch) {
+        if !batch.is_empty() {
+            lock().put_back(batch);
+            WAITING.store(true, SeqCst);
+        }
+    }
+
+    /// Takes what waits, for whoever can no longer deliver it (the exit).
+    pub fn take_now() -> Batch {
+        if !WAITING.swap(false, SeqCst) {
+            return Batch::default();
+        }
+        lock().take()
+    }
+
+    /// Records taken out to be handed to `logging`; a Fatal line waits for
+    /// them until this is dropped.
+    pub struct Delivery(pub Batch);
+
+    impl Delivery {
+        /// Takes what waits, unless a Fatal line is being written: then
+        /// `None`, and the records stay for it.
+        pub fn start() -> Option<Delivery> {
+            DELIVERING.fetch_add(1, SeqCst);
+            if FATAL.load(SeqCst) > 0 {
+                DELIVERING.fetch_sub(1, SeqCst);
+                return None;
+            }
+            Some(Delivery(take_now()))
+        }
+    }
+
+    impl Drop for Delivery {
+        fn drop(&mut self) {
+            DELIVERING.fetch_sub(1, SeqCst);
+        }
+    }
+
+    /// A Fatal line being written: no delivery starts until it is dropped.
+    pub struct Fatal(());
+
+    impl Fatal {
+        /// Stops new deliveries and waits, at most `wait`, for those under
+        /// way to finish.
+        pub fn begin(wait: Duration) -> Fatal {
+            FATAL.fetch_add(1, SeqCst);
+            let deadline = Instant::now() + wait;
+            while DELIVERING.load(SeqCst) > 0 && Instant::now() < deadline {
+                std::thread::sleep(Duration::from_millis(1));
+            }
+            Fatal(())
+        }
+
+        /// Takes what waits.
+        pub fn take(&self) -> Batch {
+            take_now()
+        }
+    }
+
+    impl Drop for Fatal {
+        fn drop(&mut self) {
+            FATAL.fetch_sub(1, SeqCst);
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

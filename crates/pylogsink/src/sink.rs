@@ -14,7 +14,7 @@ use crate::filter;
 use crate::format::format_record;
 use crate::kept::{Kept, Taken, CAP};
 use crate::level::Level;
-use crate::pending::{Batch, Pending, PendingRecord};
+use crate::pending::{queue, Batch, Pending, PendingRecord};
 use crate::pylevels;
 use crate::record::Record;
 use crate::route::{entry_sink, on_no_room, route, NoRoom, Route, Sink};
@@ -158,35 +158,8 @@ fn keep_for_logging(record: &Record<'_>, now: SystemTime) {
         }
     };
     if let Some(pending) = outside {
-        lock(&PENDING).push(pending);
-        PENDING_WAITING.store(true, Ordering::Release);
+        queue::push(pending);
         crate::logging::wake();
-    }
-}
-
-/// Records logged for `logging` outside any call.
-static PENDING: Mutex<Pending> = Mutex::new(Pending::with_cap(CAP));
-static PENDING_WAITING: AtomicBool = AtomicBool::new(false);
-
-/// Whether records logged outside any call wait for `logging`.
-#[inline]
-pub(crate) fn pending_waiting() -> bool {
-    PENDING_WAITING.load(Ordering::Acquire)
-}
-
-/// Takes the records that wait for `logging` outside any call.
-pub(crate) fn take_pending_queue() -> Batch {
-    if !PENDING_WAITING.swap(false, Ordering::AcqRel) {
-        return Batch::default();
-    }
-    lock(&PENDING).take()
-}
-
-/// Puts back what could not be delivered yet.
-pub(crate) fn put_back_pending_queue(batch: Batch) {
-    if !batch.is_empty() {
-        lock(&PENDING).put_back(batch);
-        PENDING_WAITING.store(true, Ordering::Release);
     }
 }
 
@@ -198,7 +171,7 @@ pub(crate) fn take_all_pending() -> Vec<Batch> {
         .filter_map(|shared| shared.pending.try_lock().ok().map(|mut p| p.take()))
         .filter(|b| !b.is_empty())
         .collect();
-    batches.push(take_pending_queue());
+    batches.push(queue::take_now());
     batches
 }
 
@@ -404,10 +377,14 @@ impl ThreadState {
                 });
             }
             Route::Fatal => {
+                // Records that wait for `logging` will never get there:
+                // those logged outside any call first, then the call's.
+                let fatal = queue::Fatal::begin(stall_wait());
+                let mut waiting = fatal.take().to_text();
                 if self.pending_any.get() {
-                    let text = self.take_pending().to_text();
-                    fd::write_with_room(STDERR, &text, stall_wait());
+                    waiting.extend(self.take_pending().to_text());
                 }
+                fd::write_with_room(STDERR, &waiting, stall_wait());
                 self.write_kept(stall_wait());
                 write_direct(sink, record, stall_wait(), |rest, is_rest| {
                     self.keep(rest, is_rest)
@@ -458,7 +435,7 @@ impl Drop for ThreadState {
         // Records for `logging` go to the queue that pylogsink's own
         // Python thread delivers.
         if self.pending_any.get() {
-            put_back_pending_queue(self.take_pending());
+            queue::put_back(self.take_pending());
             crate::logging::wake();
         }
     }

@@ -17,7 +17,8 @@
 //! GIL. `PYLOGSINK_TESTEXT_LOGGER=pyo3-log` installs pyo3-log instead of
 //! pylogsink as `log`'s logger, so that the same code shows that deadlock.
 //! `PYLOGSINK_TESTEXT_DESTINATION=logging` chooses pylogsink's `logging`
-//! destination on the builder, for records logged at import.
+//! destination on the builder, for records logged at import, and
+//! `PYLOGSINK_TESTEXT_PREFIX` the prefix of its loggers' names.
 #![warn(missing_docs)]
 
 use pyo3::exceptions::{PyRuntimeError, PyValueError};
@@ -140,6 +141,7 @@ fn _testext(m: &Bound<'_, PyModule>) -> PyResult<()> {
             .env("PYLOGSINK_TESTEXT_LOG")
             .default_filter("warn")
             .destination(destination)
+            .logger_prefix(&std::env::var("PYLOGSINK_TESTEXT_PREFIX").unwrap_or_default())
             .init()
             .map_err(|e| PyRuntimeError::new_err(e.to_string()))?;
         if destination == pylogsink::Destination::Logging {
