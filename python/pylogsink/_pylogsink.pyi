@@ -33,6 +33,22 @@ def log_then_hang(count: int, seconds: float) -> None:
 def log_then_block(count: int) -> None:
     """Logs count Warn lines, then blocks for good with the GIL released."""
 
+def fan_out(
+    workers: int = 4, lines: int = 100, attach: bool = True, under_backend: bool = False, hang: float = 0.0
+) -> None:
+    """Fans one call out to native worker threads that each log lines
+    ("worker W line N"), attached to the call unless attach is False; with
+    under_backend, while holding the backend lock. The call then sleeps
+    hang seconds (GIL released) before it returns."""
+
+def outlive_call(count: int, delay: float) -> BackgroundLogger:
+    """Hands the call to a native thread that, still attached to it, logs
+    count lines delay seconds after the call returned."""
+
+def crash(kind: Literal["segv", "abort"]) -> None:
+    """Logs three Error lines in a call, then crashes the process with
+    SIGSEGV or abort(); no Fatal line is logged."""
+
 def with_callback(callback: Callable[[], _T]) -> _T:
     """Logs around a call of callback, all within one outermost call."""
 

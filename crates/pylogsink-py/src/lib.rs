@@ -11,11 +11,14 @@ use pyo3::prelude::*;
 
 /// The module's initializer: installs pylogsink for the `log` crate, with
 /// Info as the default level (the scenarios log Info lines), and adds the
-/// filter controls.
+/// filter controls. `PYLOGSINK_DEMO_CRASH_HANDLER=off` leaves the crash
+/// handler out, to show what a crash loses without it.
 #[pymodule]
 fn _pylogsink(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    let crash_handler = std::env::var("PYLOGSINK_DEMO_CRASH_HANDLER").as_deref() != Ok("off");
     pylogsink::Builder::new()
         .default_filter("info")
+        .crash_handler(crash_handler)
         .init()
         .map_err(|e| PyRuntimeError::new_err(e.to_string()))?;
     pylogsink::python::add_functions(m)?;

@@ -216,6 +216,97 @@ fn log_then_block(py: Python<'_>, count: usize) -> PyResult<()> {
     })
 }
 
+/// Fans one call out to `workers` native threads that each log `lines`
+/// lines ("worker W line N"), attached to the call unless `attach` is
+/// false. With `under_backend`, each worker holds the backend lock while
+/// it logs, as a pool of backend threads does. The GIL is released while
+/// the workers run; the call then sleeps `hang` seconds before it returns.
+#[pyfunction]
+#[pyo3(signature = (workers = 4, lines = 100, attach = true, under_backend = false, hang = 0.0))]
+fn fan_out(
+    py: Python<'_>,
+    workers: usize,
+    lines: usize,
+    attach: bool,
+    under_backend: bool,
+    hang: f64,
+) -> PyResult<()> {
+    pylogsink::call(py, || {
+        let call = pylogsink::Call::current().filter(|_| attach);
+        py.detach(|| {
+            std::thread::scope(|scope| {
+                for worker in 0..workers {
+                    let call = call.clone();
+                    scope.spawn(move || {
+                        let work = || {
+                            for line in 0..lines {
+                                let _held = under_backend
+                                    .then(|| BACKEND.lock().unwrap_or_else(|e| e.into_inner()));
+                                rt_log!(Level::Info, "worker {worker} line {line}");
+                            }
+                        };
+                        match call {
+                            Some(call) => call.attach(work),
+                            None => work(),
+                        }
+                    });
+                }
+            });
+            std::thread::sleep(Duration::from_secs_f64(hang));
+        });
+        Ok(())
+    })
+}
+
+/// Hands the call to a native thread that, still attached to it, logs
+/// `count` lines ("late line N") `delay` seconds after the call returned.
+#[pyfunction]
+fn outlive_call(py: Python<'_>, count: usize, delay: f64) -> PyResult<BackgroundLogger> {
+    pylogsink::call(py, || {
+        let call = pylogsink::Call::current().expect("inside a call");
+        let handle = std::thread::spawn(move || {
+            call.attach(|| {
+                std::thread::sleep(Duration::from_secs_f64(delay));
+                for i in 0..count {
+                    rt_log!(Level::Info, "late line {i}");
+                }
+            })
+        });
+        Ok(BackgroundLogger {
+            handle: Some(handle),
+        })
+    })
+}
+
+/// Logs three lines in a call, then crashes the process: "segv" raises
+/// SIGSEGV (what a null pointer does), "abort" calls `abort()` (what a
+/// vendor library's failed check or `std::terminate` does). No Fatal line
+/// is logged: the crash handler alone can save the lines.
+#[pyfunction]
+fn crash(py: Python<'_>, kind: &str) -> PyResult<()> {
+    let signal = match kind {
+        "segv" => libc::SIGSEGV,
+        "abort" => libc::SIGABRT,
+        _ => {
+            return Err(PyValueError::new_err(format!(
+                "unknown crash {kind:?}: expected \"segv\" or \"abort\""
+            )))
+        }
+    };
+    pylogsink::call(py, || {
+        for i in 0..3 {
+            rt_log!(Level::Error, "before the crash: line {i}");
+        }
+        if signal == libc::SIGABRT {
+            std::process::abort();
+        }
+        // SAFETY: raise only sends a signal to this thread; what follows is
+        // the crash this function exists to cause.
+        unsafe { libc::raise(signal) };
+        Ok(())
+    })
+}
+
 /// Logs "outer 1", calls `callback` (which may call back into this
 /// module), logs "outer 2" from a GIL-released part, then "outer 3": every
 /// line belongs to this one outermost call.
@@ -409,6 +500,9 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(log_then_hang, m)?)?;
     m.add_function(wrap_pyfunction!(with_callback, m)?)?;
     m.add_function(wrap_pyfunction!(log_then_block, m)?)?;
+    m.add_function(wrap_pyfunction!(fan_out, m)?)?;
+    m.add_function(wrap_pyfunction!(outlive_call, m)?)?;
+    m.add_function(wrap_pyfunction!(crash, m)?)?;
     m.add_function(wrap_pyfunction!(start_background_logger, m)?)?;
     m.add_function(wrap_pyfunction!(abort_with_fatal, m)?)?;
     m.add_function(wrap_pyfunction!(load_program, m)?)?;

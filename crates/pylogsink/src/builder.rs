@@ -33,6 +33,7 @@ pub struct Builder {
     color: ColorChoice,
     destination: Destination,
     logger_prefix: String,
+    crash_handler: bool,
 }
 
 impl Default for Builder {
@@ -51,6 +52,7 @@ impl Builder {
             color: ColorChoice::Auto,
             destination: Destination::Stderr,
             logger_prefix: String::new(),
+            crash_handler: true,
         }
     }
 
@@ -96,6 +98,15 @@ impl Builder {
         self
     }
 
+    /// Whether to install the crash handler (yes, unless set): on SIGSEGV,
+    /// SIGBUS, SIGILL, SIGFPE and SIGABRT it writes the lines that wait in
+    /// memory to fd 2, then lets the previous handler (faulthandler's, say)
+    /// and the signal's default take their course.
+    pub fn crash_handler(mut self, install: bool) -> Builder {
+        self.crash_handler = install;
+        self
+    }
+
     /// Installs pylogsink as the `log` crate's logger and puts the filter
     /// in force: the variable's directives, else the default.
     ///
@@ -122,6 +133,9 @@ impl Builder {
             env("TERM").as_deref(),
         ));
         crate::fd::check_terminal();
+        if self.crash_handler {
+            crate::crash::install();
+        }
         if let Some(warning) = warning {
             // Said whatever the filter is: it is about the filter itself.
             emit_record(&Record {

@@ -108,7 +108,7 @@ fn write_at_return(py: Python<'_>, sink: Sink) -> Option<PyErr> {
 /// outside any call. Where this thread must avoid Python (the daemon rule)
 /// they go to fd 2 as text.
 fn deliver_at_return(py: Python<'_>) -> Option<PyErr> {
-    let own = THREAD.with(|t| t.pending_any.get());
+    let own = THREAD.with(|t| t.pending_any());
     if !own && !queue::waiting() {
         return None;
     }

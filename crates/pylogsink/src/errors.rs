@@ -100,7 +100,7 @@ impl Errors {
 /// `backslashreplace` rule, so invalid UTF-8 becomes `\xNN`.
 pub fn error<E: PyTypeInfo>(text: impl AsRef<[u8]>) -> PyErr {
     let message = THREAD
-        .try_with(|t| t.errors.borrow().message(text.as_ref()))
+        .try_with(|t| t.errors().message(text.as_ref()))
         .unwrap_or_else(|_| decode_backslashreplace(text.as_ref()));
     PyErr::new::<E, _>(message)
 }

@@ -72,6 +72,41 @@ pub fn write_with_room(fd: RawFd, text: &[u8], wait: Duration) -> usize {
     done
 }
 
+/// Writes `text` to `fd` from a signal handler, with async-signal-safe
+/// calls only (`pwritev2`, `poll`, `write`, `clock_gettime`): no lock, no
+/// allocation, no twin descriptor. A piece that finds no room waits for it
+/// until `deadline`; true if everything went out.
+pub(crate) fn write_from_signal_handler(fd: RawFd, text: &[u8], deadline: Instant) -> bool {
+    let mut done = 0;
+    while done < text.len() {
+        let piece = &text[done..done + next_piece(&text[done..])];
+        let n = match write_nowait(fd, piece) {
+            Ok(n) => n,
+            Err(e) => match e.raw_os_error() {
+                Some(libc::EINTR) => 0,
+                Some(libc::EAGAIN) => {
+                    let left = deadline.saturating_duration_since(Instant::now());
+                    if left.is_zero() || !wait_for_room(fd, left) {
+                        return false;
+                    }
+                    0
+                }
+                // Files and terminals do not take RWF_NOWAIT; they do not
+                // wait for a reader either.
+                Some(libc::EOPNOTSUPP | libc::EINVAL | libc::ENOSYS) => {
+                    match write_plain(fd, piece) {
+                        Ok(n) => n,
+                        Err(_) => return false,
+                    }
+                }
+                _ => return false,
+            },
+        };
+        done += n;
+    }
+    true
+}
+
 /// Writes one piece; `None` if there was no room within `wait`. The clock
 /// is read only once the piece has found no room.
 fn write_piece(fd: RawFd, piece: &[u8], wait: Duration) -> Option<usize> {

@@ -60,6 +60,12 @@ impl Kept {
         self.lines.is_empty() && self.left_out_bytes == 0 && self.cut_lines == 0
     }
 
+    /// The kept lines as they are, oldest first, without the note: what
+    /// can be written without allocating (from a signal handler).
+    pub fn lines_bytes(&self) -> &[u8] {
+        &self.data[self.head..]
+    }
+
     /// Bytes of lines kept now (notes not counted).
     pub fn len_bytes(&self) -> usize {
         self.data.len() - self.head

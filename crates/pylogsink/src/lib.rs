@@ -141,6 +141,7 @@
 mod builder;
 mod call;
 pub mod color;
+mod crash;
 mod destination;
 mod errors;
 pub mod fd;
@@ -156,6 +157,7 @@ pub mod python;
 mod record;
 pub mod route;
 mod sink;
+mod worker;
 
 pub use builder::{init, Builder, InitError, DEFAULT_ENV};
 pub use call::call;
@@ -166,3 +168,4 @@ pub use filter::{filter, set_filter, FilterError, DEFAULT_FILTER};
 pub use level::Level;
 pub use record::Record;
 pub use sink::{emit, set_stall_wait, stall_wait, stats, Stats};
+pub use worker::{Call, CallHandle};

@@ -21,6 +21,7 @@ use crate::pending::queue::Delivery;
 use crate::pending::{Batch, PendingRecord};
 use crate::pylevels;
 use crate::sink::{take_all_pending, THREAD};
+use pyo3::intern;
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyCFunction, PyDict, PyTuple};
@@ -241,20 +242,25 @@ fn handle(py: Python<'_>, state: &State, prefix: &str, record: &PendingRecord) -
     let name = logger_name(prefix, &record.target);
     let logger = logger(py, state, &name)?;
     let levelno = pylevels::levelno(record.level);
-    if pylevels::known(&record.target).is_none() {
-        let epoch = pylevels::epoch();
-        let effective: i32 = logger.call_method0("getEffectiveLevel")?.extract()?;
-        let disable: i32 = logger.getattr("manager")?.getattr("disable")?.extract()?;
-        pylevels::learn(
-            &record.target,
-            pylevels::lowest_taken(effective, disable),
-            epoch,
-        );
-    }
-    if !logger
-        .call_method1("isEnabledFor", (levelno,))?
-        .is_truthy()?
-    {
+    // The lowest level the logger takes, learnt once per target and
+    // configuration: `isEnabledFor` without the Python call.
+    let lowest = match pylevels::known(&record.target) {
+        Some(lowest) => lowest,
+        None => {
+            let epoch = pylevels::epoch();
+            let effective: i32 = logger
+                .call_method0(intern!(py, "getEffectiveLevel"))?
+                .extract()?;
+            let disable: i32 = logger
+                .getattr(intern!(py, "manager"))?
+                .getattr(intern!(py, "disable"))?
+                .extract()?;
+            let lowest = pylevels::lowest_taken(effective, disable);
+            pylevels::learn(&record.target, lowest, epoch);
+            lowest
+        }
+    };
+    if levelno < lowest {
         return Ok(());
     }
     let args = (
@@ -266,9 +272,10 @@ fn handle(py: Python<'_>, state: &State, prefix: &str, record: &PendingRecord) -
         PyTuple::empty(py),
         py.None(),
     );
-    let made = logger.call_method1("makeRecord", args)?;
+    let made = logger.call_method1(intern!(py, "makeRecord"), args)?;
     stamp(py, state, &made, record)?;
-    logger.call_method1("handle", (made,))?;
+    // `handle` checks `Logger.disabled` and the logger's filters itself.
+    logger.call_method1(intern!(py, "handle"), (made,))?;
     Ok(())
 }
 
@@ -284,18 +291,21 @@ fn stamp(
         .duration_since(UNIX_EPOCH)
         .unwrap_or_default();
     let created = since.as_secs_f64();
-    let delivered: f64 = made.getattr("created")?.extract()?;
-    let relative: f64 = made.getattr("relativeCreated")?.extract()?;
-    made.setattr("created", created)?;
-    made.setattr("msecs", f64::from(since.subsec_millis()))?;
-    made.setattr("relativeCreated", relative - (delivered - created) * 1000.0)?;
-    made.setattr("thread", record.thread)?;
-    let active = state.threading.bind(py).getattr("_active")?;
+    let delivered: f64 = made.getattr(intern!(py, "created"))?.extract()?;
+    let relative: f64 = made.getattr(intern!(py, "relativeCreated"))?.extract()?;
+    made.setattr(intern!(py, "created"), created)?;
+    made.setattr(intern!(py, "msecs"), f64::from(since.subsec_millis()))?;
+    made.setattr(
+        intern!(py, "relativeCreated"),
+        relative - (delivered - created) * 1000.0,
+    )?;
+    made.setattr(intern!(py, "thread"), record.thread)?;
+    let active = state.threading.bind(py).getattr(intern!(py, "_active"))?;
     let name = match active.get_item(record.thread) {
-        Ok(thread) => thread.getattr("name")?,
+        Ok(thread) => thread.getattr(intern!(py, "name"))?,
         Err(_) => pyo3::types::PyString::new(py, &record.thread_name).into_any(),
     };
-    made.setattr("threadName", name)?;
+    made.setattr(intern!(py, "threadName"), name)?;
     Ok(())
 }
 

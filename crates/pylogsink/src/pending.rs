@@ -54,6 +54,11 @@ impl PendingRecord {
         self.message.len() + self.target.len() + self.file.len() + 64
     }
 
+    /// The most bytes [`to_text`](PendingRecord::to_text) writes.
+    pub fn text_len_at_most(&self) -> usize {
+        self.message.len() + self.target.len() + self.file.len() + 64
+    }
+
     /// The record as a text line, for where Python can no longer take it.
     pub fn to_text(&self, out: &mut Vec<u8>) {
         let record = Record {
@@ -145,6 +150,11 @@ impl Pending {
         }
     }
 
+    /// The records waiting, oldest first.
+    pub fn records(&self) -> impl Iterator<Item = &PendingRecord> {
+        self.records.iter()
+    }
+
     /// Takes everything out.
     pub fn take(&mut self) -> Batch {
         self.bytes = 0;
@@ -215,6 +225,18 @@ pub(crate) mod queue {
         if !batch.is_empty() {
             lock().put_back(batch);
             WAITING.store(true, SeqCst);
+        }
+    }
+
+    /// Hands every record that waits to `f`, from a signal handler: the
+    /// lock is only tried. Returns 1 if it was held, else 0.
+    pub fn visit(f: &mut dyn FnMut(&PendingRecord)) -> usize {
+        match QUEUE.try_lock() {
+            Ok(queue) => {
+                queue.records().for_each(f);
+                0
+            }
+            Err(_) => 1,
         }
     }
 

@@ -49,7 +49,54 @@ static TARGETS: Mutex<Option<Arc<Targets>>> = Mutex::new(None);
 static GENERATION: AtomicU64 = AtomicU64::new(0);
 
 thread_local! {
-    static COPY: RefCell<(u64, Option<Arc<Targets>>)> = const { RefCell::new((u64::MAX, None)) };
+    static COPY: RefCell<Copy> = const { RefCell::new(Copy::new()) };
+}
+
+/// A thread's copy of the known targets, and the last answer it gave: a
+/// thread tends to log from one target at a time, and comparing its name
+/// costs less than hashing it.
+struct Copy {
+    generation: u64,
+    targets: Option<Arc<Targets>>,
+    /// The last target asked about (`last_len` bytes; 0 for none) and
+    /// its answer. Kept inline, so that a lookup never allocates.
+    last: [u8; LAST_MAX],
+    last_len: usize,
+    last_answer: Option<i32>,
+}
+
+/// The longest target name the last-answer cache holds.
+const LAST_MAX: usize = 96;
+
+impl Copy {
+    const fn new() -> Copy {
+        Copy {
+            generation: u64::MAX,
+            targets: None,
+            last: [0; LAST_MAX],
+            last_len: 0,
+            last_answer: None,
+        }
+    }
+
+    fn lookup(&mut self, generation: u64, target: &str) -> Option<i32> {
+        if self.generation != generation {
+            *self = Copy::new();
+            self.generation = generation;
+            self.targets = current();
+        }
+        let name = target.as_bytes();
+        if self.last_len == name.len() && self.last_len > 0 && &self.last[..name.len()] == name {
+            return self.last_answer;
+        }
+        let answer = self.targets.as_ref()?.get(target).copied();
+        if !name.is_empty() && name.len() <= LAST_MAX {
+            self.last[..name.len()].copy_from_slice(name);
+            self.last_len = name.len();
+            self.last_answer = answer;
+        }
+        answer
+    }
 }
 
 /// Whether Python's logger for `target` may take a record of `level`.
@@ -72,13 +119,7 @@ pub(crate) fn known(target: &str) -> Option<i32> {
 
 fn lowest_for(target: &str) -> Option<i32> {
     let generation = GENERATION.load(Ordering::Acquire);
-    let answer = COPY.try_with(|copy| {
-        let mut copy = copy.try_borrow_mut().ok()?;
-        if copy.0 != generation {
-            *copy = (generation, current());
-        }
-        Some(copy.1.as_ref()?.get(target).copied())
-    });
+    let answer = COPY.try_with(|copy| Some(copy.try_borrow_mut().ok()?.lookup(generation, target)));
     match answer {
         Ok(Some(known)) => known,
         _ => current()?.get(target).copied(),

@@ -23,6 +23,18 @@ pub enum Sink {
     Replaced,
 }
 
+impl Sink {
+    /// The sink `sink as u8` came from; `Outside` for anything else.
+    pub fn from_u8(sink: u8) -> Sink {
+        match sink {
+            1 => Sink::Own,
+            2 => Sink::Stalled,
+            3 => Sink::Replaced,
+            _ => Sink::Outside,
+        }
+    }
+}
+
 /// What to do with one line now.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Route {
@@ -198,6 +210,14 @@ mod tests {
             assert_eq!(route(Level::Fatal, sink, false), Route::Fatal);
             assert_eq!(route(Level::Fatal, sink, true), Route::Fatal);
         }
+    }
+
+    #[test]
+    fn sinks_round_trip_through_u8() {
+        for sink in [Sink::Outside, Sink::Own, Sink::Stalled, Sink::Replaced] {
+            assert_eq!(Sink::from_u8(sink as u8), sink);
+        }
+        assert_eq!(Sink::from_u8(200), Sink::Outside);
     }
 
     #[test]

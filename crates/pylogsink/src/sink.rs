@@ -18,8 +18,9 @@ use crate::pending::{queue, Batch, Pending, PendingRecord};
 use crate::pylevels;
 use crate::record::Record;
 use crate::route::{entry_sink, on_no_room, route, NoRoom, Route, Sink};
+use crate::worker::CallHandle;
 use std::cell::{BorrowMutError, Cell, RefCell, RefMut};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, Once, Weak};
 use std::time::{Duration, SystemTime};
 
@@ -111,20 +112,23 @@ pub(crate) fn emit_record(record: &Record<'_>) {
         format_record(out, now, record, color)
     };
     let (level, message) = (record.level, record.message);
-    let routed = THREAD.try_with(|t| match t.count_and_borrow_scratch(level) {
-        Ok(mut out) => {
-            out.clear();
-            format(&mut out, t.sink());
-            t.emit(level, message, &out);
-            if out.capacity() > SCRATCH_MAX {
-                *out = Vec::new();
+    let routed = THREAD.try_with(|t| {
+        let joined = t.joined();
+        match t.count_and_borrow_scratch(level) {
+            Ok(mut out) => {
+                out.clear();
+                format(&mut out, joined.sink);
+                t.emit(&joined, level, message, &out);
+                if out.capacity() > SCRATCH_MAX {
+                    *out = Vec::new();
+                }
             }
-        }
-        // Logging from a signal handler while this thread formats a line.
-        Err(_) => {
-            let mut out = Vec::new();
-            format(&mut out, t.sink());
-            t.emit(level, message, &out);
+            // Logging from a signal handler while this thread formats a line.
+            Err(_) => {
+                let mut out = Vec::new();
+                format(&mut out, joined.sink);
+                t.emit(&joined, level, message, &out);
+            }
         }
     });
     if routed.is_err() {
@@ -136,19 +140,18 @@ pub(crate) fn emit_record(record: &Record<'_>) {
     }
 }
 
-/// Keeps a record for `logging`: in the call's buffer, delivered at its
-/// return, or outside any call in the process-wide queue, which
-/// pylogsink's own Python thread delivers.
+/// Keeps a record for `logging`: in the buffer of the call it joins,
+/// delivered at that call's return, or outside any call in the
+/// process-wide queue, which pylogsink's own Python thread delivers.
 fn keep_for_logging(record: &Record<'_>, now: SystemTime) {
     let kept = THREAD.try_with(|t| {
         t.count(record.level);
         let pending = PendingRecord::new(record, now, t.identity());
-        if t.depth.get() == 0 {
-            return Some(pending);
+        let joined = t.joined();
+        match joined.sink {
+            Sink::Outside => Some(pending),
+            _ => joined.call(t).keep_pending(pending, joined.attached_to()),
         }
-        t.pending_any.set(true);
-        lock(&t.shared.pending).push(pending);
-        None
     });
     let outside = match kept {
         Ok(outside) => outside,
@@ -229,56 +232,90 @@ thread_local! {
 pub(crate) struct ThreadState {
     /// How many calls deep the thread is; 0 outside any call.
     pub depth: Cell<u32>,
-    /// Where the current call's lines go (meaningless when `depth` is 0).
-    pub sink: Cell<Option<Sink>>,
-    /// Whether `kept` may hold lines; spares the lock when it does not.
-    kept_any: Cell<bool>,
-    /// Whether records for `logging` may wait in `shared.pending`.
-    pub pending_any: Cell<bool>,
+    /// The number of this thread's calls so far, which names each one.
+    calls: Cell<u64>,
+    /// Whether a [`CallHandle`] was handed out for the current call.
+    handed: Cell<bool>,
+    /// The call of another thread that this one works for, if any.
+    attached: RefCell<Option<CallHandle>>,
     /// This thread's id and OS name, once asked for.
     identity: RefCell<Option<(u64, Arc<str>)>>,
     /// True while this thread writes kept lines through `sys.stderr.write`.
     pub writing_kept: Cell<bool>,
     /// Whether this thread must avoid Python at a call's return, once known.
     pub avoid_python: Cell<Option<bool>>,
-    /// What other threads may read: the kept lines (the exit flush writes
-    /// them if this thread is still in a call when the process ends) and
-    /// the count of records emitted (for `stats`).
+    /// What other threads may read or write: the current call's sink and
+    /// kept lines (its attached workers add theirs, and the exit flush
+    /// writes them if this thread is still in a call when the process
+    /// ends), and the count of records emitted (for `stats`).
     shared: Arc<Shared>,
-    /// The current call's Error-level messages.
-    pub errors: RefCell<Errors>,
     /// Where the log function formats each record.
     scratch: RefCell<Vec<u8>>,
+}
+
+/// The call a line joins, and where its lines go.
+pub(crate) struct Joined {
+    /// For a worker attached to another thread's call: that call.
+    attached: Option<CallHandle>,
+    /// The call's sink; [`Sink::Outside`] when there is no call.
+    pub sink: Sink,
+}
+
+impl Joined {
+    /// The call's shared state: the attached call's, or this thread's own.
+    fn call<'a>(&'a self, t: &'a ThreadState) -> &'a Shared {
+        self.attached.as_ref().map_or(&t.shared, |h| &h.shared)
+    }
+
+    /// The number of the call this worker is attached to, if it is one.
+    fn attached_to(&self) -> Option<u64> {
+        self.attached.as_ref().map(|h| h.call)
+    }
 }
 
 impl ThreadState {
     fn new() -> ThreadState {
         let shared = Arc::new(Shared {
+            call: AtomicU64::new(0),
+            sink: AtomicU8::new(Sink::Outside as u8),
             kept: Mutex::new(Kept::default()),
+            kept_any: AtomicBool::new(false),
             pending: Mutex::new(Pending::with_cap(CAP)),
+            pending_any: AtomicBool::new(false),
+            errors: Mutex::new(Errors::default()),
             emitted: PerLevel::new(),
         });
         register(&shared);
         ThreadState {
             depth: Cell::new(0),
-            sink: Cell::new(None),
+            calls: Cell::new(0),
+            handed: Cell::new(false),
+            attached: RefCell::new(None),
             writing_kept: Cell::new(false),
-            kept_any: Cell::new(false),
-            pending_any: Cell::new(false),
             identity: RefCell::new(None),
             avoid_python: Cell::new(None),
             shared,
-            errors: RefCell::new(Errors::default()),
             scratch: RefCell::new(Vec::new()),
         }
     }
 
-    /// The sink in force for a line logged now.
-    pub fn sink(&self) -> Sink {
-        match self.depth.get() {
-            0 => Sink::Outside,
-            _ => self.sink.get().unwrap_or(Sink::Own),
+    /// The call a line logged now joins: this thread's own, else the call
+    /// it is attached to while that call lasts, else none.
+    #[inline]
+    pub fn joined(&self) -> Joined {
+        if self.depth.get() > 0 {
+            let sink = self.shared.sink();
+            return Joined {
+                attached: None,
+                sink,
+            };
         }
+        let attached = match self.attached.try_borrow() {
+            Ok(attached) => attached.clone().filter(CallHandle::is_live),
+            Err(_) => None,
+        };
+        let sink = attached.as_ref().map_or(Sink::Outside, |h| h.shared.sink());
+        Joined { attached, sink }
     }
 
     /// Steps into a call; true if it is the outermost one.
@@ -288,11 +325,10 @@ impl ThreadState {
         let depth = self.depth.get();
         self.depth.set(depth + 1);
         if depth == 0 {
-            self.sink
-                .set(Some(entry_sink(stderr_is_own(), self.writing_kept.get())));
-            if let Ok(mut errors) = self.errors.try_borrow_mut() {
-                errors.clear();
-            }
+            let call = self.calls.get() + 1;
+            self.calls.set(call);
+            let sink = entry_sink(stderr_is_own(), self.writing_kept.get());
+            self.shared.begin(call, sink);
         }
         depth == 0
     }
@@ -303,8 +339,51 @@ impl ThreadState {
     pub fn leave(&self) -> Option<(Sink, bool)> {
         let depth = self.depth.get().saturating_sub(1);
         self.depth.set(depth);
-        let waiting = self.kept_any.get() || self.pending_any.get();
-        (depth == 0).then(|| (self.sink.take().unwrap_or(Sink::Own), waiting))
+        if depth > 0 {
+            return None;
+        }
+        let sink = self.shared.end(self.handed.replace(false));
+        Some((sink, self.kept_any() || self.pending_any()))
+    }
+
+    /// A handle on the current call for worker threads: this thread's own
+    /// call, or the one it is attached to.
+    pub fn handle(&self) -> Option<CallHandle> {
+        if self.depth.get() > 0 {
+            self.handed.set(true);
+            return Some(CallHandle {
+                shared: Arc::clone(&self.shared),
+                call: self.calls.get(),
+            });
+        }
+        self.joined().attached
+    }
+
+    /// Runs `f` attached to the call of `handle`.
+    pub fn attach<T>(&self, handle: &CallHandle, f: impl FnOnce() -> T) -> T {
+        struct Restore<'a>(&'a ThreadState, Option<CallHandle>);
+        impl Drop for Restore<'_> {
+            fn drop(&mut self) {
+                if let Ok(mut attached) = self.0.attached.try_borrow_mut() {
+                    *attached = self.1.take();
+                }
+            }
+        }
+        let before = match self.attached.try_borrow_mut() {
+            Ok(mut attached) => attached.replace(handle.clone()),
+            Err(_) => None,
+        };
+        let _restore = Restore(self, before);
+        f()
+    }
+
+    /// Whether records for `logging` may wait for this thread's call.
+    pub fn pending_any(&self) -> bool {
+        self.shared.pending_any.load(Ordering::Relaxed)
+    }
+
+    fn kept_any(&self) -> bool {
+        self.shared.kept_any.load(Ordering::Relaxed)
     }
 
     /// This thread's id and OS name.
@@ -317,20 +396,19 @@ impl ThreadState {
 
     /// Takes out the records that wait for `logging`.
     pub fn take_pending(&self) -> Batch {
-        self.pending_any.set(false);
+        self.shared.pending_any.store(false, Ordering::Relaxed);
         lock(&self.shared.pending).take()
     }
 
     /// Takes the kept lines out.
     pub fn take_kept(&self) -> Taken {
-        self.kept_any.set(false);
-        self.kept().take()
+        self.shared.kept_any.store(false, Ordering::Relaxed);
+        lock(&self.shared.kept).take()
     }
 
-    /// The kept lines. The lock is only ever held for a push or a take,
-    /// never across a write or a Python call.
-    fn kept(&self) -> MutexGuard<'_, Kept> {
-        self.shared.kept.lock().unwrap_or_else(|e| e.into_inner())
+    /// The current call's Error-level messages, its workers' included.
+    pub fn errors(&self) -> MutexGuard<'_, Errors> {
+        lock(&self.shared.errors)
     }
 
     /// Counts one record emitted and lends the record buffer. Only this
@@ -348,32 +426,27 @@ impl ThreadState {
         emitted.store(emitted.load(Ordering::Relaxed) + 1, Ordering::Relaxed);
     }
 
-    /// Keeps one record (`is_rest`: the rest of one whose start went out).
-    fn keep(&self, record: &[u8], is_rest: bool) {
-        self.kept_any.set(true);
-        self.kept().push_record(record, is_rest);
-    }
-
-    fn emit(&self, level: Level, message: &[u8], record: &[u8]) {
-        let sink = self.sink();
+    fn emit(&self, joined: &Joined, level: Level, message: &[u8], record: &[u8]) {
+        let (call, sink, worker) = (joined.call(self), joined.sink, joined.attached_to());
         if sink != Sink::Outside && level >= Level::Error {
-            if let Ok(mut errors) = self.errors.try_borrow_mut() {
+            if let Ok(mut errors) = call.errors.try_lock() {
                 errors.collect(message);
             }
         }
+        let keep = |rest: &[u8], is_rest: bool| call.keep(rest, is_rest, worker);
         match route(level, sink, QUEUE_PENDING.load(Ordering::Relaxed)) {
-            Route::Keep => self.keep(record, false),
+            Route::Keep => keep(record, false),
             Route::Direct { wait } => {
                 let wait = if wait { stall_wait() } else { Duration::ZERO };
                 if sink == Sink::Stalled {
-                    if !self.write_kept(Duration::ZERO) {
-                        return self.keep(record, false);
+                    if !call.write_kept(Duration::ZERO) {
+                        return keep(record, false);
                     }
-                    self.sink.set(Some(Sink::Own));
+                    call.set_sink(Sink::Own);
                 }
                 write_direct(sink, record, wait, |rest, is_rest| {
-                    self.sink.set(Some(Sink::Stalled));
-                    self.keep(rest, is_rest);
+                    call.set_sink(Sink::Stalled);
+                    keep(rest, is_rest);
                 });
             }
             Route::Fatal => {
@@ -381,26 +454,15 @@ impl ThreadState {
                 // those logged outside any call first, then the call's.
                 let fatal = queue::Fatal::begin(stall_wait());
                 let mut waiting = fatal.take().to_text();
-                if self.pending_any.get() {
-                    waiting.extend(self.take_pending().to_text());
+                if call.pending_any.load(Ordering::Relaxed) {
+                    call.pending_any.store(false, Ordering::Relaxed);
+                    waiting.extend(lock(&call.pending).take().to_text());
                 }
                 fd::write_with_room(STDERR, &waiting, stall_wait());
-                self.write_kept(stall_wait());
-                write_direct(sink, record, stall_wait(), |rest, is_rest| {
-                    self.keep(rest, is_rest)
-                });
+                call.write_kept(stall_wait());
+                write_direct(sink, record, stall_wait(), keep);
             }
         }
-    }
-
-    /// Writes the kept lines to fd 2, waiting at most `wait`; puts back what
-    /// finds no room. True if nothing is left.
-    pub fn write_kept(&self, wait: Duration) -> bool {
-        let all = write_buffer(&self.shared.kept, wait);
-        if all {
-            self.kept_any.set(false);
-        }
-        all
     }
 }
 
@@ -408,8 +470,7 @@ impl ThreadState {
 /// room at most `wait`; puts back what finds no room. True if nothing is
 /// left. The lock is not held while writing.
 fn write_buffer(buffer: &Mutex<Kept>, wait: Duration) -> bool {
-    let lock = || buffer.lock().unwrap_or_else(|e| e.into_inner());
-    let taken = lock().take();
+    let taken = lock(buffer).take();
     if taken.text.is_empty() {
         return true;
     }
@@ -418,7 +479,7 @@ fn write_buffer(buffer: &Mutex<Kept>, wait: Duration) -> bool {
         count_noted(&taken);
     }
     let all = written == taken.text.len();
-    lock().put_back(taken, written);
+    lock(buffer).put_back(taken, written);
     all
 }
 
@@ -430,23 +491,103 @@ impl Drop for ThreadState {
             let emitted = self.shared.emitted.0[level as usize].swap(0, Ordering::Relaxed);
             EMITTED_ELSEWHERE.add(level, emitted);
         }
+        // Workers still attached to its call log as outside any call.
+        self.shared.end(true);
         let taken = self.take_kept();
         write_fd2(taken, Duration::ZERO);
         // Records for `logging` go to the queue that pylogsink's own
         // Python thread delivers.
-        if self.pending_any.get() {
+        if self.pending_any() {
             queue::put_back(self.take_pending());
             crate::logging::wake();
         }
     }
 }
 
-/// The part of a thread's state that other threads read.
-struct Shared {
+/// The part of a thread's state that other threads read or write: its
+/// current call, which attached workers join.
+pub(crate) struct Shared {
+    /// The number of the outermost call in progress; 0 outside any call.
+    pub(crate) call: AtomicU64,
+    /// The call's [`Sink`]; `Outside` when there is no call.
+    sink: AtomicU8,
     kept: Mutex<Kept>,
+    /// Whether `kept` may hold lines; spares the lock when it does not.
+    kept_any: AtomicBool,
     /// Records for `logging` that wait for the call's return.
     pending: Mutex<Pending>,
+    /// Whether `pending` may hold records.
+    pending_any: AtomicBool,
+    /// The call's Error-level messages.
+    errors: Mutex<Errors>,
     emitted: PerLevel,
+}
+
+impl Shared {
+    /// The call's sink.
+    #[inline]
+    fn sink(&self) -> Sink {
+        Sink::from_u8(self.sink.load(Ordering::Relaxed))
+    }
+
+    fn set_sink(&self, sink: Sink) {
+        self.sink.store(sink as u8, Ordering::Relaxed);
+    }
+
+    /// Starts call number `call`, with `sink`.
+    fn begin(&self, call: u64, sink: Sink) {
+        if let Ok(mut errors) = self.errors.try_lock() {
+            errors.clear();
+        }
+        self.set_sink(sink);
+        self.call.store(call, Ordering::Release);
+    }
+
+    /// Ends the call; returns its sink. With `handed` (workers may be
+    /// attached), under the buffers' locks, so that no worker adds a line
+    /// once the call's lines are taken: it logs as outside any call.
+    fn end(&self, handed: bool) -> Sink {
+        let _locks = handed.then(|| (lock(&self.kept), lock(&self.pending)));
+        self.call.store(0, Ordering::Release);
+        let sink = self.sink();
+        self.set_sink(Sink::Outside);
+        sink
+    }
+
+    /// Keeps one record (`is_rest`: the rest of one whose start went out).
+    /// `worker`: the call a worker is attached to; if it has ended, the
+    /// record joins the process-wide queue instead.
+    fn keep(&self, record: &[u8], is_rest: bool, worker: Option<u64>) {
+        let mut kept = lock(&self.kept);
+        if worker.is_some_and(|call| call != self.call.load(Ordering::Acquire)) {
+            drop(kept);
+            return queue_push(record, is_rest);
+        }
+        kept.push_record(record, is_rest);
+        self.kept_any.store(true, Ordering::Relaxed);
+    }
+
+    /// Keeps a record for `logging`; gives it back if the call a worker is
+    /// attached to has ended.
+    fn keep_pending(&self, record: PendingRecord, worker: Option<u64>) -> Option<PendingRecord> {
+        let mut pending = lock(&self.pending);
+        if worker.is_some_and(|call| call != self.call.load(Ordering::Acquire)) {
+            return Some(record);
+        }
+        pending.push(record);
+        self.pending_any.store(true, Ordering::Relaxed);
+        None
+    }
+
+    /// Writes the kept lines to fd 2, waiting at most `wait`; puts back what
+    /// finds no room. True if nothing is left.
+    fn write_kept(&self, wait: Duration) -> bool {
+        let all = write_buffer(&self.kept, wait);
+        if all {
+            self.kept_any.store(false, Ordering::Relaxed);
+        }
+        all
+    }
 }
 
 /// Every live thread's shared state, for the exit flush and `stats`.
@@ -530,6 +671,40 @@ fn live_threads() -> Vec<Arc<Shared>> {
         Ok(r) => r.iter().filter_map(Weak::upgrade).collect(),
         Err(_) => Vec::new(),
     }
+}
+
+/// Hands what waits to `text` and `record`, for the crash handler: the
+/// queues first, then every thread's kept lines and records for `logging`.
+/// It allocates and frees nothing and only tries locks; returns how many
+/// buffers it skipped because their lock was held.
+pub(crate) fn visit_waiting(
+    text: &mut dyn FnMut(&[u8]),
+    record: &mut dyn FnMut(&PendingRecord),
+) -> usize {
+    let mut busy = queue::visit(record);
+    match QUEUE.try_lock() {
+        Ok(queue) => text(queue.lines_bytes()),
+        Err(_) => busy += 1,
+    }
+    let Ok(registry) = REGISTRY.try_lock() else {
+        return busy + 1;
+    };
+    for weak in registry.iter() {
+        let Some(shared) = weak.upgrade() else {
+            continue;
+        };
+        match shared.kept.try_lock() {
+            Ok(kept) => text(kept.lines_bytes()),
+            Err(_) => busy += 1,
+        }
+        match shared.pending.try_lock() {
+            Ok(pending) => pending.records().for_each(&mut *record),
+            Err(_) => busy += 1,
+        }
+        // Dropping what may be the last reference would free memory.
+        std::mem::forget(shared);
+    }
+    busy
 }
 
 /// The C `atexit` hook, after Python has finalized. It does not wait for

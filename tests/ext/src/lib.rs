@@ -81,6 +81,30 @@ fn pool_get(py: Python<'_>, url: &str, count: u32, detach: bool) -> PyResult<u32
     })
 }
 
+/// Logs `items` Warn records ("item N", target `testext::rayon`) from a
+/// rayon pool of four threads, each attached to the call: the call's
+/// routing holds for every one. Returns how many items were processed.
+#[pyfunction]
+fn rayon_fan_out(py: Python<'_>, items: usize) -> PyResult<usize> {
+    use rayon::prelude::*;
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(4)
+        .build()
+        .map_err(|e| PyRuntimeError::new_err(e.to_string()))?;
+    pylogsink::call(py, || {
+        let call = pylogsink::Call::current().expect("inside a call");
+        let done = py.detach(|| {
+            pool.install(|| {
+                (0..items)
+                    .into_par_iter()
+                    .map(|i| call.attach(|| log::warn!(target: "testext::rayon", "item {i}")))
+                    .count()
+            })
+        });
+        Ok(done)
+    })
+}
+
 /// Does some work inside a tracing span, emitting tracing events at TRACE,
 /// DEBUG, INFO and WARN with target `testext::work`.
 #[pyfunction]
@@ -151,6 +175,7 @@ fn _testext(m: &Bound<'_, PyModule>) -> PyResult<()> {
     }
     pylogsink::python::add_functions(m)?;
     m.add_function(wrap_pyfunction!(pool_get, m)?)?;
+    m.add_function(wrap_pyfunction!(rayon_fan_out, m)?)?;
     m.add_function(wrap_pyfunction!(http_get, m)?)?;
     m.add_function(wrap_pyfunction!(tracing_work, m)?)?;
     m.add_function(wrap_pyfunction!(log_at, m)?)?;

@@ -12,6 +12,10 @@ def pool_get(url: str, count: int, detach: bool) -> int:
     the GIL is released during the requests only with detach. Returns the
     statuses' sum."""
 
+def rayon_fan_out(items: int) -> int:
+    """Logs items Warn records ("item N") from a rayon pool of four
+    threads attached to the call; returns how many were processed."""
+
 def tracing_work(name: str) -> None:
     """Emits tracing events (TRACE to WARN, target testext::work) inside a span."""
 

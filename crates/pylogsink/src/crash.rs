@@ -1,0 +1,197 @@
+//! Lines that wait when the process crashes.
+//!
+//! Lines wait in memory: kept by a call while `sys.stderr` is replaced or
+//! fd 2 is stalled, queued outside any call, or waiting for the `logging`
+//! destination. A segfault or an abort that is not a pylogsink Fatal line
+//! (a vendor library's `abort()`, `std::terminate`, a null pointer) would
+//! end the process with them, and they are the lines that explain the
+//! crash. So a handler for the fatal signals writes them to fd 2 first,
+//! then lets the signal do what it would have done: it puts the previous
+//! handler back (faulthandler's, when it is on, which prints its
+//! traceback) and raises the signal again, so the exit status and the core
+//! dump are unchanged.
+//!
+//! A signal handler may only make async-signal-safe calls: it allocates
+//! nothing, frees nothing and only tries locks (a buffer whose lock is held,
+//! by the thread that crashed inside a push say, is skipped and counted in
+//! a note). Records for `logging` are formatted into a buffer allocated
+//! when the handler is installed.
+
+use crate::fd::{write_from_signal_handler, STDERR};
+use crate::pending::PendingRecord;
+use crate::sink::{stall_wait, visit_waiting};
+use std::sync::{Mutex, Once, OnceLock};
+use std::time::Instant;
+
+/// The signals that end a process with lines still waiting.
+const SIGNALS: [libc::c_int; 5] = [
+    libc::SIGSEGV,
+    libc::SIGBUS,
+    libc::SIGILL,
+    libc::SIGFPE,
+    libc::SIGABRT,
+];
+
+/// The handlers that were there before, by the index of their signal.
+static PREVIOUS: OnceLock<[libc::sigaction; SIGNALS.len()]> = OnceLock::new();
+
+/// Where records for `logging` are formatted as text in the handler.
+static SCRATCH: Mutex<Vec<u8>> = Mutex::new(Vec::new());
+const SCRATCH_CAP: usize = 64 * 1024;
+
+/// Installs the handler for [`SIGNALS`], once per process.
+pub(crate) fn install() {
+    static INSTALLED: Once = Once::new();
+    INSTALLED.call_once(|| {
+        *SCRATCH.lock().unwrap_or_else(|e| e.into_inner()) = Vec::with_capacity(SCRATCH_CAP);
+        let previous = SIGNALS.map(|signal| {
+            // SAFETY: an all-zero `sigaction` is a valid value (SIG_DFL, no
+            // flags, an empty mask); `sigaction` with a null new action only
+            // writes the current one into it.
+            unsafe {
+                let mut old: libc::sigaction = std::mem::zeroed();
+                libc::sigaction(signal, std::ptr::null(), &mut old);
+                old
+            }
+        });
+        if PREVIOUS.set(previous).is_err() {
+            return;
+        }
+        for signal in SIGNALS {
+            // SAFETY: `action` is fully initialized: zeroed, then the
+            // handler (an `extern "C"` function with the three-argument
+            // signature that SA_SIGINFO requires), the flags and an empty
+            // mask. The previous action was saved above.
+            unsafe {
+                let mut action: libc::sigaction = std::mem::zeroed();
+                action.sa_sigaction = on_fatal_signal as *const () as usize;
+                action.sa_flags = libc::SA_SIGINFO | libc::SA_ONSTACK;
+                libc::sigemptyset(&mut action.sa_mask);
+                libc::sigaction(signal, &action, std::ptr::null_mut());
+            }
+        }
+    });
+}
+
+/// The handler: writes what waits (once, whichever signal comes first),
+/// puts the previous handler back and raises the signal again. The signal
+/// is blocked while this runs, so it is delivered, to the previous
+/// handler, as this returns.
+extern "C" fn on_fatal_signal(
+    signal: libc::c_int,
+    _info: *mut libc::siginfo_t,
+    _context: *mut libc::c_void,
+) {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    static WRITING: AtomicBool = AtomicBool::new(false);
+    if !WRITING.swap(true, Ordering::AcqRel) {
+        write_waiting();
+    }
+    let index = SIGNALS.iter().position(|&s| s == signal);
+    let previous = PREVIOUS.get().zip(index).map(|(p, i)| &p[i]);
+    // SAFETY: `previous` is an action that `sigaction` itself returned, and
+    // a null one leaves SIG_DFL; sigaction and raise are async-signal-safe.
+    unsafe {
+        match previous {
+            Some(previous) => libc::sigaction(signal, previous, std::ptr::null_mut()),
+            None => {
+                let mut default: libc::sigaction = std::mem::zeroed();
+                default.sa_sigaction = libc::SIG_DFL;
+                libc::sigaction(signal, &default, std::ptr::null_mut())
+            }
+        };
+        libc::raise(signal);
+    }
+}
+
+/// Writes every line and record that waits to fd 2, each piece waiting for
+/// room at most the stall wait, then a note for the buffers skipped.
+fn write_waiting() {
+    let deadline = Instant::now() + stall_wait();
+    let write = |text: &[u8]| {
+        write_from_signal_handler(STDERR, text, deadline);
+    };
+    let mut scratch = SCRATCH.try_lock().ok();
+    let mut skipped = 0;
+    let mut record = |record: &PendingRecord| match scratch.as_deref_mut() {
+        Some(out) if record.text_len_at_most() <= out.capacity() => {
+            out.clear();
+            record.to_text(out);
+            write(out);
+        }
+        _ => skipped += 1,
+    };
+    let busy = visit_waiting(&mut |text| write(text), &mut record);
+    if busy + skipped > 0 {
+        let mut note = Note::new();
+        note.push(b"[pylogsink] crashed: ");
+        note.push_number(busy as u64);
+        note.push(b" busy buffers and ");
+        note.push_number(skipped as u64);
+        note.push(b" records could not be written\n");
+        write(note.as_bytes());
+    }
+}
+
+/// A line built on the stack.
+struct Note {
+    bytes: [u8; 128],
+    len: usize,
+}
+
+impl Note {
+    fn new() -> Note {
+        Note {
+            bytes: [0; 128],
+            len: 0,
+        }
+    }
+
+    fn push(&mut self, text: &[u8]) {
+        let n = text.len().min(self.bytes.len() - self.len);
+        self.bytes[self.len..self.len + n].copy_from_slice(&text[..n]);
+        self.len += n;
+    }
+
+    fn push_number(&mut self, mut n: u64) {
+        let mut digits = [0u8; 20];
+        let mut at = digits.len();
+        loop {
+            at -= 1;
+            digits[at] = b'0' + (n % 10) as u8;
+            n /= 10;
+            if n == 0 {
+                break;
+            }
+        }
+        self.push(&digits[at..]);
+    }
+
+    fn as_bytes(&self) -> &[u8] {
+        &self.bytes[..self.len]
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn notes_hold_numbers() {
+        let mut note = Note::new();
+        note.push(b"n=");
+        note.push_number(0);
+        note.push(b",");
+        note.push_number(18_446_744_073_709_551_615);
+        assert_eq!(note.as_bytes(), b"n=0,18446744073709551615");
+    }
+
+    #[test]
+    fn a_note_never_overflows() {
+        let mut note = Note::new();
+        for _ in 0..20 {
+            note.push(b"0123456789");
+        }
+        assert_eq!(note.as_bytes().len(), 128);
+    }
+}

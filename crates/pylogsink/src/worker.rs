@@ -1,0 +1,89 @@
+//! Worker threads that log for a call.
+//!
+//! Runtimes spread one binding call over a thread pool (rayon, XNNPACK's
+//! pthreadpool, OpenMP). A line is routed by the call it belongs to, and a
+//! worker thread is in no call of its own: without help, its lines count
+//! as logged outside any call, so they skip a replaced `sys.stderr` and,
+//! with the `logging` destination, arrive after the call's own. A
+//! [`CallHandle`] taken on the calling thread and attached on the worker
+//! makes the worker's lines the call's: direct while `sys.stderr` is the
+//! process's own, kept in the call's one buffer (in the order they were
+//! logged, across threads, under the call's cap) and written or delivered
+//! when the call returns otherwise.
+//!
+//! ```no_run
+//! use pyo3::prelude::*;
+//!
+//! #[pyfunction]
+//! fn run(py: Python<'_>) -> PyResult<()> {
+//!     pylogsink::call(py, || {
+//!         let call = pylogsink::Call::current().expect("inside a call");
+//!         py.detach(|| {
+//!             std::thread::scope(|s| {
+//!                 for part in 0..4 {
+//!                     let call = call.clone();
+//!                     s.spawn(move || call.attach(|| log::info!("part {part} done")));
+//!                 }
+//!             })
+//!         });
+//!         Ok(())
+//!     })
+//! }
+//! ```
+//!
+//! A worker still attached when the call has returned logs as outside any
+//! call: its lines are never lost, and never go into a buffer nobody will
+//! write.
+
+use crate::sink::{Shared, THREAD};
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+
+/// The current call, for the worker threads it hands work to.
+pub struct Call(());
+
+impl Call {
+    /// A handle on the call this thread is in: its own outermost call, or
+    /// the call it works for (attached). `None` outside any call.
+    pub fn current() -> Option<CallHandle> {
+        THREAD.try_with(|t| t.handle()).ok().flatten()
+    }
+}
+
+/// A call that worker threads can attach to: cheap to clone, and to send
+/// to other threads.
+#[derive(Clone)]
+pub struct CallHandle {
+    pub(crate) shared: Arc<Shared>,
+    /// Which of its thread's calls it is.
+    pub(crate) call: u64,
+}
+
+impl CallHandle {
+    /// Runs `f` on this thread with the call's routing: what `f` logs goes
+    /// where the call's own lines go. Attaching to a call that has returned
+    /// changes nothing: the lines go as outside any call. A thread that is
+    /// in a call of its own keeps that call's routing.
+    pub fn attach<T>(&self, f: impl FnOnce() -> T) -> T {
+        let mut f = Some(f);
+        match THREAD.try_with(|t| t.attach(self, || (f.take().expect("runs once"))())) {
+            Ok(result) => result,
+            // The thread is being torn down: no state to attach.
+            Err(_) => (f.take().expect("not run yet"))(),
+        }
+    }
+
+    /// Whether the call is still in progress.
+    pub fn is_live(&self) -> bool {
+        self.shared.call.load(Ordering::Acquire) == self.call
+    }
+}
+
+impl std::fmt::Debug for CallHandle {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CallHandle")
+            .field("call", &self.call)
+            .field("live", &self.is_live())
+            .finish()
+    }
+}

@@ -1,0 +1,181 @@
+"""Worker threads (worker.rs): a call's workers, attached with a
+``CallHandle``, log as the call does. The demo runtime's ``fan_out`` hands
+one call to native threads that log "worker W line N"; the test extension's
+``rayon_fan_out`` does the same from a rayon pool."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import logging
+import subprocess
+import sys
+from collections.abc import Iterator
+
+import pytest
+
+import pylogsink
+import pylogsink_testext as testext
+from conftest import popen, python, records
+
+WORKERS, LINES = 4, 100
+
+
+def per_worker(text: str, prefix: str = "worker") -> dict[int, list[int]]:
+    """Line numbers by worker, in the order they appear in ``text``."""
+    found: dict[int, list[int]] = {}
+    for line in text.splitlines():
+        words = line.split(f"] {prefix} ", 1)
+        if len(words) == 2:
+            worker, _, number = words[1].split()[:3]
+            found.setdefault(int(worker), []).append(int(number))
+    return found
+
+
+def assert_every_line_in_order(found: dict[int, list[int]]) -> None:
+    assert sorted(found) == list(range(WORKERS)), sorted(found)
+    for worker, numbers in found.items():
+        assert numbers == list(range(LINES)), f"worker {worker}: {numbers[:10]}..."
+
+
+def test_capsys_receives_every_workers_lines_in_order(capsys: pytest.CaptureFixture[str]) -> None:
+    pylogsink.fan_out(WORKERS, LINES)
+    assert_every_line_in_order(per_worker(capsys.readouterr().err))
+
+
+def test_without_attach_the_workers_lines_skip_capsys(capsys: pytest.CaptureFixture[str]) -> None:
+    # What attach fixes: a worker outside any call writes to fd 2 directly.
+    pylogsink.fan_out(WORKERS, LINES, attach=False)
+    assert per_worker(capsys.readouterr().err) == {}
+
+
+def test_redirect_stderr_receives_every_workers_lines_when_the_call_returns() -> None:
+    buf = io.StringIO()
+    with contextlib.redirect_stderr(buf):
+        pylogsink.fan_out(WORKERS, LINES)
+    assert_every_line_in_order(per_worker(buf.getvalue()))
+    assert len(records(buf.getvalue())) == WORKERS * LINES
+
+
+def test_unittest_buffer_holds_the_workers_lines(tmp_path: pytest.TempPathFactory) -> None:
+    (tmp_path / "test_buffered.py").write_text(  # type: ignore[operator]
+        "import unittest, pylogsink\n"
+        "class T(unittest.TestCase):\n"
+        "    def test_fails(self):\n"
+        f"        pylogsink.fan_out({WORKERS}, {LINES})\n"
+        "        self.fail('on purpose')\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-m", "unittest", "--buffer", "test_buffered"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 1
+    # Buffered: the lines appear only where unittest prints the test's
+    # buffer ("Stderr:"), in the failing test's report among others.
+    assert per_worker(done.stderr.split("Stderr:", 1)[0]) == {}
+    report = done.stderr.split("AssertionError: on purpose", 1)[1]
+    assert_every_line_in_order(per_worker(report))
+
+
+@pytest.fixture
+def to_logging() -> Iterator[None]:
+    directives = pylogsink.log_filter()
+    pylogsink.set_log_destination("logging")
+    pylogsink.set_log_filter("trace")
+    try:
+        yield
+    finally:
+        pylogsink.set_log_destination("stderr")
+        pylogsink.set_log_filter(directives)
+
+
+def test_the_logging_destination_receives_every_workers_records_at_the_return(
+    caplog: pytest.LogCaptureFixture, to_logging: None
+) -> None:
+    caplog.set_level(logging.INFO)
+    pylogsink.fan_out(WORKERS, LINES)
+    got = [r for r in caplog.records if r.getMessage().startswith("worker ")]
+    text = "".join(f"] {r.getMessage()}\n" for r in got)
+    assert_every_line_in_order(per_worker(text))
+    # Each record names the worker thread that logged it, not the caller.
+    threads = {r.getMessage().split()[1]: r.thread for r in got}
+    assert len(set(threads.values())) == WORKERS
+
+
+def test_with_its_own_stderr_the_workers_lines_are_on_fd2_before_the_call_returns() -> None:
+    # The call hangs for 60 s once its workers are done; their lines are
+    # already on fd 2.
+    child = popen(f"import pylogsink; pylogsink.fan_out({WORKERS}, {LINES}, hang=60)")
+    try:
+        assert child.stderr is not None
+        text = b""
+        while text.count(b"\n") < WORKERS * LINES:
+            chunk = child.stderr.read1(65536)  # type: ignore[attr-defined]
+            assert chunk, "the child closed fd 2 early"
+            text += chunk
+        assert child.poll() is None, "the call has not returned yet"
+        assert_every_line_in_order(per_worker(text.decode()))
+    finally:
+        child.kill()
+        child.wait()
+
+
+POOL_DEADLOCK = """
+import threading, pylogsink
+pylogsink.set_sink({sink!r})
+stop = threading.Event()
+
+def execute_until_stopped():
+    while not stop.is_set():
+        pylogsink.execute()  # takes the backend lock with the GIL held
+
+other = threading.Thread(target=execute_until_stopped)
+other.start()
+for _ in range(20):
+    # Workers log while holding the backend lock.
+    pylogsink.fan_out(4, 25, under_backend=True)
+stop.set()
+other.join()
+print("done")
+"""
+
+
+def test_workers_that_log_under_the_backend_lock_complete() -> None:
+    done = python(POOL_DEADLOCK.format(sink="pylogsink"), timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "done"
+
+
+def test_the_same_pool_through_the_naive_sink_hangs() -> None:
+    # A worker holds the backend lock and waits for the GIL to write; the
+    # other thread holds the GIL and waits for the backend lock.
+    with pytest.raises(subprocess.TimeoutExpired):
+        python(POOL_DEADLOCK.format(sink="naive"), timeout=15)
+
+
+def test_a_worker_that_outlives_its_call_logs_to_fd2() -> None:
+    done = python(
+        """
+        import contextlib, io, pylogsink
+        buf = io.StringIO()
+        with contextlib.redirect_stderr(buf):
+            late = pylogsink.outlive_call(3, 0.2)
+        late.join()
+        print(repr(buf.getvalue()))
+        """,
+        timeout=30,
+    )
+    assert done.returncode == 0, done.stderr
+    # Logged after the call returned: outside any call, so on fd 2.
+    assert [r.split("] ", 1)[1] for r in records(done.stderr)] == [f"late line {i}" for i in range(3)]
+    assert "late line" not in done.stdout
+
+
+def test_a_rayon_pool_attached_to_the_call(capsys: pytest.CaptureFixture[str]) -> None:
+    assert testext.rayon_fan_out(WORKERS * LINES) == WORKERS * LINES
+    err = capsys.readouterr().err
+    items = sorted(int(r.rsplit(" ", 1)[1]) for r in records(err) if "] item " in r)
+    assert items == list(range(WORKERS * LINES))
