@@ -19,6 +19,12 @@ LINES = 2622  # 100-byte lines: 256 KiB
 
 
 def run_cell(sink: str, cell_timeout: float, env: dict[str, str], *extra: str, lines: int = LINES) -> dict[str, object]:
+    return json.loads(run_notebook(sink, cell_timeout, env, *extra, lines=lines).stdout.strip().splitlines()[-1])
+
+
+def run_notebook(
+    sink: str, cell_timeout: float, env: dict[str, str], *extra: str, lines: int = LINES
+) -> subprocess.CompletedProcess[str]:
     done = subprocess.run(
         [sys.executable, NOTEBOOK, sink, str(lines), str(cell_timeout), *extra],
         capture_output=True,
@@ -27,7 +33,7 @@ def run_cell(sink: str, cell_timeout: float, env: dict[str, str], *extra: str, l
         env=env,
     )
     assert done.returncode == 0, done.stderr
-    return json.loads(done.stdout.strip().splitlines()[-1])
+    return done
 
 
 @pytest.mark.timeout(300)
@@ -65,3 +71,21 @@ def test_ipython_capture_magic_receives_the_lines(clean_env: dict[str, str]) -> 
     assert cells[0] == {}
     numbers = [int(line.split("] line ")[1].split()[0]) for line in cells[1]["stdout"].splitlines()]
     assert numbers == [0, 1, 2, 3, 4]
+
+
+@pytest.mark.timeout(300)
+@pytest.mark.parametrize("handler", ["on", "off"])
+def test_a_cell_that_crashes_the_kernel_leaves_its_lines_on_the_kernels_stderr(
+    clean_env: dict[str, str], handler: str
+) -> None:
+    # The call's lines are kept (sys.stderr is the kernel's stream); fd 2 is
+    # a pipe that a thread of the dying kernel drains. The crash handler
+    # writes them to the kernel's original stderr instead, this process's.
+    env = dict(clean_env, PYLOGSINK_DEMO_CRASH_HANDLER=handler)
+    done = run_notebook("pylogsink", 60, env, "--crash")
+    assert json.loads(done.stdout.strip().splitlines()[-1])["dead"] is True
+    found = [line.split("] ", 1)[1] for line in done.stderr.splitlines() if "] before the crash" in line]
+    if handler == "on":
+        assert found == [f"before the crash: line {i}" for i in range(3)], done.stderr
+    else:
+        assert found == [], "without the handler the lines die with the kernel"

@@ -1,11 +1,12 @@
 """Runs cells in a real Jupyter kernel (ipykernel, driven by nbclient) and
 prints their outputs as JSON.
 
-    python notebook.py SINK LINES [CELL_TIMEOUT] [--capture]
+    python notebook.py SINK LINES [CELL_TIMEOUT] [--capture | --crash]
 
 The first cell logs LINES lines of 100 bytes in one call through SINK. With
 --capture it runs under IPython's %%capture, and a second cell prints what
-was captured. Start it without PYTEST_CURRENT_TEST in the environment:
+was captured. With --crash the cell instead logs in a call that crashes the
+kernel with SIGSEGV; the kernel's own stderr is this process's. Start it without PYTEST_CURRENT_TEST in the environment:
 ipykernel turns its fd 2 capture off under pytest.
 """
 
@@ -16,7 +17,7 @@ import sys
 
 import nbformat
 from nbclient import NotebookClient
-from nbclient.exceptions import CellTimeoutError
+from nbclient.exceptions import CellTimeoutError, DeadKernelError
 
 
 def streams(outputs: list[dict[str, object]]) -> dict[str, str]:
@@ -30,8 +31,9 @@ def streams(outputs: list[dict[str, object]]) -> dict[str, str]:
 
 
 def main() -> int:
-    args = [a for a in sys.argv[1:] if a != "--capture"]
+    args = [a for a in sys.argv[1:] if not a.startswith("--")]
     capture = "--capture" in sys.argv
+    crash = "--crash" in sys.argv
     sink, lines = args[0], int(args[1])
     timeout = float(args[2]) if len(args) > 2 else 60
     cell = (
@@ -40,6 +42,8 @@ def main() -> int:
         f"n = pylogsink.log_lines({lines}, size=100)\n"
         "print('returned', n, pylogsink.log_stats())\n"
     )
+    if crash:
+        cell = f"import pylogsink\npylogsink.set_sink({sink!r})\npylogsink.crash('segv')\n"
     cells = [("%%capture captured\n" if capture else "") + cell]
     if capture:
         cells.append("print(captured.stderr, end='')")
@@ -49,6 +53,9 @@ def main() -> int:
         client.execute()
     except CellTimeoutError:
         print(json.dumps({"timed_out": True}))
+        return 0
+    except DeadKernelError:
+        print(json.dumps({"timed_out": False, "dead": True}))
         return 0
     per_cell = [streams(c.outputs) for c in nb.cells]
     errors = [o.get("ename") for c in nb.cells for o in c.outputs if o.get("output_type") == "error"]

@@ -18,7 +18,7 @@ use pyo3::exceptions::PyException;
 use pyo3::prelude::*;
 use pyo3::types::PyCFunction;
 use std::panic::AssertUnwindSafe;
-use std::sync::{Once, OnceLock};
+use std::sync::{Mutex, Once, OnceLock};
 use std::time::Duration;
 
 /// Runs one binding call from Python into native code.
@@ -38,7 +38,7 @@ pub fn call<T>(py: Python<'_>, f: impl FnOnce() -> PyResult<T>) -> PyResult<T> {
     register_exit_flush(py);
     let mut f = Some(f);
     let run = |t: &ThreadState| {
-        let outermost = t.enter(|| stderr_is_own(py));
+        let outermost = t.enter(|| stderr_is_own(py), || surviving_fd(py));
         if outermost && to_logging() {
             crate::logging::on_call_entry(py);
         }
@@ -271,6 +271,33 @@ fn stderr_is_own(_py: Python<'_>) -> bool {
         unsafe { pyo3::ffi::PyDict_GetItemWithError(names.dict as *mut _, key as *mut _) }
     };
     lookup(names.stderr) == lookup(names.own_stderr)
+}
+
+/// The descriptor of a replaced `sys.stderr` that outlives fd 2's reader,
+/// where the crash handler writes the call's lines, or -1 (fd 2). In
+/// ipykernel, fd 2 is a pipe that a thread of the kernel drains, a thread
+/// that dies with the process; its `sys.stderr.fileno()` is the copy of the
+/// kernel's original stderr it made first. A stream on a file gives that
+/// file's descriptor; an in-memory one (pytest's, `io.StringIO`) none.
+/// Asked of Python once per `sys.stderr` object: the answer is kept with a
+/// reference to the object, so that its address cannot name another.
+fn surviving_fd(py: Python<'_>) -> i32 {
+    static LAST: Mutex<Option<(Py<PyAny>, i32)>> = Mutex::new(None);
+    let Ok(stderr) = py.import("sys").and_then(|sys| sys.getattr("stderr")) else {
+        return -1;
+    };
+    let mut last = LAST.lock().unwrap_or_else(|e| e.into_inner());
+    match &*last {
+        Some((known, fd)) if known.is(&stderr) => *fd,
+        _ => {
+            let fd = stderr
+                .call_method0("fileno")
+                .and_then(|fd| fd.extract::<i32>())
+                .unwrap_or(-1);
+            *last = Some((stderr.unbind(), fd));
+            fd
+        }
+    }
 }
 
 /// Whether this thread must not write through Python or re-take the GIL

@@ -104,24 +104,29 @@ extern "C" fn on_fatal_signal(
     }
 }
 
-/// Writes every line and record that waits to fd 2, each piece waiting for
-/// room at most the stall wait, then a note for the buffers skipped.
+/// Writes every line and record that waits, each piece waiting for room
+/// at most the stall wait, then a note for the buffers skipped. A call
+/// whose `sys.stderr` has a descriptor of its own that outlives fd 2's
+/// reader (ipykernel's copy of the kernel's original stderr) gets its
+/// lines there; where that fails, fd 2 gets them.
 fn write_waiting() {
     let deadline = Instant::now() + stall_wait();
-    let write = |text: &[u8]| {
-        write_from_signal_handler(STDERR, text, deadline);
+    let write = |fd: i32, text: &[u8]| {
+        if fd < 0 || !write_from_signal_handler(fd, text, deadline) {
+            write_from_signal_handler(STDERR, text, deadline);
+        }
     };
     let mut scratch = SCRATCH.try_lock().ok();
     let mut skipped = 0;
-    let mut record = |record: &PendingRecord| match scratch.as_deref_mut() {
+    let mut record = |fd: i32, record: &PendingRecord| match scratch.as_deref_mut() {
         Some(out) if record.text_len_at_most() <= out.capacity() => {
             out.clear();
             record.to_text(out);
-            write(out);
+            write(fd, out);
         }
         _ => skipped += 1,
     };
-    let busy = visit_waiting(&mut |text| write(text), &mut record);
+    let busy = visit_waiting(&mut |fd, text| write(fd, text), &mut record);
     if busy + skipped > 0 {
         let mut note = Note::new();
         note.push(b"[pylogsink] crashed: ");
@@ -129,7 +134,7 @@ fn write_waiting() {
         note.push(b" busy buffers and ");
         note.push_number(skipped as u64);
         note.push(b" records could not be written\n");
-        write(note.as_bytes());
+        write(-1, note.as_bytes());
     }
 }
 

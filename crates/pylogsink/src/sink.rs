@@ -20,7 +20,7 @@ use crate::record::Record;
 use crate::route::{entry_sink, on_no_room, route, NoRoom, Route, Sink};
 use crate::worker::CallHandle;
 use std::cell::{BorrowMutError, Cell, RefCell, RefMut};
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU64, AtomicU8, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, Once, Weak};
 use std::time::{Duration, SystemTime};
 
@@ -278,6 +278,7 @@ impl ThreadState {
         let shared = Arc::new(Shared {
             call: AtomicU64::new(0),
             sink: AtomicU8::new(Sink::Outside as u8),
+            crash_fd: AtomicI32::new(-1),
             kept: Mutex::new(Kept::default()),
             kept_any: AtomicBool::new(false),
             pending: Mutex::new(Pending::with_cap(CAP)),
@@ -320,15 +321,27 @@ impl ThreadState {
 
     /// Steps into a call; true if it is the outermost one.
     /// `stderr_is_own` is looked up only for the outermost call.
+    /// `surviving_fd`, only where `sys.stderr` was replaced: the descriptor
+    /// the crash handler writes the call's lines to (see
+    /// [`crate::crash`]), or -1 for fd 2.
     #[inline]
-    pub fn enter(&self, stderr_is_own: impl FnOnce() -> bool) -> bool {
+    pub fn enter(
+        &self,
+        stderr_is_own: impl FnOnce() -> bool,
+        surviving_fd: impl FnOnce() -> i32,
+    ) -> bool {
         let depth = self.depth.get();
         self.depth.set(depth + 1);
         if depth == 0 {
             let call = self.calls.get() + 1;
             self.calls.set(call);
             let sink = entry_sink(stderr_is_own(), self.writing_kept.get());
-            self.shared.begin(call, sink);
+            let crash_fd = if sink == Sink::Replaced {
+                surviving_fd()
+            } else {
+                -1
+            };
+            self.shared.begin(call, sink, crash_fd);
         }
         depth == 0
     }
@@ -511,6 +524,9 @@ pub(crate) struct Shared {
     pub(crate) call: AtomicU64,
     /// The call's [`Sink`]; `Outside` when there is no call.
     sink: AtomicU8,
+    /// Where the crash handler writes the call's lines: a descriptor that
+    /// outlives fd 2's reader, or -1 for fd 2.
+    crash_fd: AtomicI32,
     kept: Mutex<Kept>,
     /// Whether `kept` may hold lines; spares the lock when it does not.
     kept_any: AtomicBool,
@@ -534,11 +550,13 @@ impl Shared {
         self.sink.store(sink as u8, Ordering::Relaxed);
     }
 
-    /// Starts call number `call`, with `sink`.
-    fn begin(&self, call: u64, sink: Sink) {
+    /// Starts call number `call`, with `sink`, and where its lines go if
+    /// the process crashes.
+    fn begin(&self, call: u64, sink: Sink, crash_fd: i32) {
         if let Ok(mut errors) = self.errors.try_lock() {
             errors.clear();
         }
+        self.crash_fd.store(crash_fd, Ordering::Relaxed);
         self.set_sink(sink);
         self.call.store(call, Ordering::Release);
     }
@@ -673,17 +691,18 @@ fn live_threads() -> Vec<Arc<Shared>> {
     }
 }
 
-/// Hands what waits to `text` and `record`, for the crash handler: the
-/// queues first, then every thread's kept lines and records for `logging`.
-/// It allocates and frees nothing and only tries locks; returns how many
-/// buffers it skipped because their lock was held.
+/// Hands what waits to `text` and `record`, with the descriptor it goes to
+/// (-1: fd 2), for the crash handler: the queues first, then every
+/// thread's kept lines and records for `logging`. It allocates and frees
+/// nothing and only tries locks; returns how many buffers it skipped
+/// because their lock was held.
 pub(crate) fn visit_waiting(
-    text: &mut dyn FnMut(&[u8]),
-    record: &mut dyn FnMut(&PendingRecord),
+    text: &mut dyn FnMut(i32, &[u8]),
+    record: &mut dyn FnMut(i32, &PendingRecord),
 ) -> usize {
-    let mut busy = queue::visit(record);
+    let mut busy = queue::visit(&mut |r| record(-1, r));
     match QUEUE.try_lock() {
-        Ok(queue) => text(queue.lines_bytes()),
+        Ok(queue) => text(-1, queue.lines_bytes()),
         Err(_) => busy += 1,
     }
     let Ok(registry) = REGISTRY.try_lock() else {
@@ -693,12 +712,13 @@ pub(crate) fn visit_waiting(
         let Some(shared) = weak.upgrade() else {
             continue;
         };
+        let fd = shared.crash_fd.load(Ordering::Relaxed);
         match shared.kept.try_lock() {
-            Ok(kept) => text(kept.lines_bytes()),
+            Ok(kept) => text(fd, kept.lines_bytes()),
             Err(_) => busy += 1,
         }
         match shared.pending.try_lock() {
-            Ok(pending) => pending.records().for_each(&mut *record),
+            Ok(pending) => pending.records().for_each(|r| record(fd, r)),
             Err(_) => busy += 1,
         }
         // Dropping what may be the last reference would free memory.
