@@ -7,10 +7,15 @@ the same interpreter, with a timeout.
 
 from __future__ import annotations
 
+import contextlib
 import os
+import select
 import subprocess
 import sys
 import textwrap
+from collections.abc import Iterator
+from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 import pytest
@@ -48,3 +53,68 @@ def clean_env() -> dict[str, str]:
     env = dict(os.environ)
     env.pop("PYTEST_CURRENT_TEST", None)
     return env
+
+
+# One write per response, so that no small segment waits for a delayed ACK.
+HTTP_SERVER = """
+import http.server
+
+class Handler(http.server.BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+
+    def do_GET(self):
+        status = b"200 OK" if self.path == "/" else b"404 Not Found"
+        self.wfile.write(b"HTTP/1.1 " + status + b"\\r\\nContent-Length: 3\\r\\n\\r\\nok\\n")
+
+    def log_message(self, *args):
+        pass
+
+server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+print(server.server_address[1], flush=True)
+server.serve_forever()
+"""
+
+
+@pytest.fixture(scope="session")
+def url() -> Iterator[str]:
+    """The URL of an HTTP server running in a child process (a server in
+    this process would need the GIL that a binding holds while it waits)."""
+    child = subprocess.Popen([sys.executable, "-c", HTTP_SERVER], stdout=subprocess.PIPE, text=True)
+    try:
+        ready, _, _ = select.select([child.stdout], [], [], 30)
+        assert ready, "the HTTP server printed no port within 30 s"
+        assert child.stdout is not None
+        yield f"http://127.0.0.1:{int(child.stdout.readline())}/"
+    finally:
+        child.terminate()
+        child.wait(timeout=10)
+
+
+def run_unittest_buffered(tmp_path: Path, test_methods: str) -> subprocess.CompletedProcess[str]:
+    """Runs ``python -m unittest --buffer`` on a module whose test case
+    holds ``test_methods`` (indented by 4) and imports pylogsink."""
+    (tmp_path / "test_buffered.py").write_text(
+        "import unittest, pylogsink\nclass T(unittest.TestCase):\n" + textwrap.indent(textwrap.dedent(test_methods), "    ")
+    )
+    return subprocess.run(
+        [sys.executable, "-m", "unittest", "--buffer", "test_buffered"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+
+
+@contextlib.contextmanager
+def logging_destination(module: ModuleType) -> Iterator[None]:
+    """``module`` (an extension that has pylogsink's functions) sends its
+    records to ``logging``, with directives that let everything through so
+    that Python's levels decide; stderr and its directives come back after."""
+    directives = module.log_filter()
+    module.set_log_destination("logging")
+    module.set_log_filter("trace")
+    try:
+        yield
+    finally:
+        module.set_log_destination("stderr")
+        module.set_log_filter(directives)

@@ -7,14 +7,14 @@ import contextlib
 import io
 import os
 import signal
-import subprocess
 import sys
 import time
+from pathlib import Path
 
 import pytest
 
 import pylogsink
-from conftest import popen, python, records
+from conftest import popen, python, records, run_unittest_buffered
 
 
 def numbers(text: str) -> list[int]:
@@ -81,23 +81,17 @@ def test_bad_arguments_raise_clear_errors() -> None:
         pylogsink.set_stall_wait(-1)
 
 
-def test_unittest_buffer_holds_the_lines(tmp_path: pytest.TempPathFactory) -> None:
-    (tmp_path / "test_buffered.py").write_text(  # type: ignore[operator]
-        "import unittest, pylogsink\n"
-        "class T(unittest.TestCase):\n"
-        "    def test_passes(self):\n"
-        "        pylogsink.log_raw(b'quiet line from a passing test')\n"
-        "    def test_fails(self):\n"
-        "        pylogsink.log_raw(b'first line from a failing test')\n"
-        "        pylogsink.log_raw(b'second line from a failing test')\n"
-        "        self.fail('on purpose')\n"
-    )
-    done = subprocess.run(
-        [sys.executable, "-m", "unittest", "--buffer", "test_buffered"],
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        timeout=60,
+def test_unittest_buffer_holds_the_lines(tmp_path: Path) -> None:
+    done = run_unittest_buffered(
+        tmp_path,
+        """
+        def test_passes(self):
+            pylogsink.log_raw(b'quiet line from a passing test')
+        def test_fails(self):
+            pylogsink.log_raw(b'first line from a failing test')
+            pylogsink.log_raw(b'second line from a failing test')
+            self.fail('on purpose')
+        """,
     )
     assert done.returncode == 1
     out = done.stderr

@@ -10,9 +10,6 @@ from __future__ import annotations
 
 import os
 import re
-import select
-import subprocess
-import sys
 import textwrap
 from collections.abc import Iterator
 from typing import NamedTuple
@@ -23,27 +20,6 @@ import pylogsink_testext as testext
 from conftest import python, records
 
 ENV_VAR = "PYLOGSINK_TESTEXT_LOG"
-
-SERVER = """
-import http.server
-
-class Handler(http.server.BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
-
-    def do_GET(self):
-        body = b"ok\\n"
-        self.send_response(200 if self.path == "/" else 404)
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-
-    def log_message(self, *args):
-        pass
-
-server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-print(server.server_address[1], flush=True)
-server.serve_forever()
-"""
 
 # The module targets ureq 2 logs a plain-HTTP request under.
 UREQ_TARGETS = {"ureq::stream", "ureq::unit", "ureq::response", "ureq::pool"}
@@ -75,21 +51,6 @@ def show(recs: list[Record]) -> str:
 def under(recs: list[Record], prefix: str) -> list[Record]:
     """The records whose target is ``prefix`` or starts with ``prefix::``."""
     return [r for r in recs if r.target == prefix or r.target.startswith(prefix + "::")]
-
-
-@pytest.fixture(scope="module")
-def url() -> Iterator[str]:
-    """The URL of an HTTP server running in a child process."""
-    child = subprocess.Popen([sys.executable, "-c", SERVER], stdout=subprocess.PIPE, text=True)
-    try:
-        ready, _, _ = select.select([child.stdout], [], [], 30)
-        assert ready, "the HTTP server printed no port within 30 s"
-        assert child.stdout is not None
-        port = int(child.stdout.readline())
-        yield f"http://127.0.0.1:{port}/"
-    finally:
-        child.terminate()
-        child.wait(timeout=10)
 
 
 def run(code: str, log: str | None) -> tuple[str, list[Record]]:

@@ -13,7 +13,6 @@ from __future__ import annotations
 import logging
 import os
 import re
-import select
 import signal
 import subprocess
 import sys
@@ -27,30 +26,10 @@ import pytest
 
 import pylogsink
 import pylogsink_testext as testext
-from conftest import python, records
+from conftest import logging_destination, python, records
 
 RUNTIME = Path(__file__).parent.parent / "crates" / "pylogsink-py" / "src" / "runtime.rs"
 DEMO = "_pylogsink.runtime"
-
-# One write per response, so that no small segment waits for a delayed ACK.
-SERVER = """
-import http.server
-
-class Handler(http.server.BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
-
-    def do_GET(self):
-        status = b"200 OK" if self.path == "/" else b"404 Not Found"
-        self.wfile.write(b"HTTP/1.1 " + status + b"\\r\\nContent-Length: 3\\r\\n\\r\\nok\\n")
-
-    def log_message(self, *args):
-        pass
-
-server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-print(server.server_address[1], flush=True)
-server.serve_forever()
-"""
-
 
 def source_line(text: str) -> int:
     """The line of the demo runtime's source that contains ``text``."""
@@ -58,45 +37,18 @@ def source_line(text: str) -> int:
     return next(n for n, line in enumerate(lines, 1) if text in line)
 
 
-@pytest.fixture(scope="module")
-def url() -> Iterator[str]:
-    """The URL of an HTTP server running in a child process."""
-    child = subprocess.Popen([sys.executable, "-c", SERVER], stdout=subprocess.PIPE, text=True)
-    try:
-        ready, _, _ = select.select([child.stdout], [], [], 30)
-        assert ready, "the HTTP server printed no port within 30 s"
-        assert child.stdout is not None
-        yield f"http://127.0.0.1:{int(child.stdout.readline())}/"
-    finally:
-        child.terminate()
-        child.wait(timeout=10)
-
-
 @pytest.fixture
 def demo() -> Iterator[None]:
-    """The demo runtime with the ``logging`` destination, and directives
-    that let everything through, so that Python's levels decide."""
-    directives = pylogsink.log_filter()
-    pylogsink.set_log_destination("logging")
-    pylogsink.set_log_filter("trace")
-    try:
+    """The demo runtime with the ``logging`` destination."""
+    with logging_destination(pylogsink):
         yield
-    finally:
-        pylogsink.set_log_destination("stderr")
-        pylogsink.set_log_filter(directives)
 
 
 @pytest.fixture
 def ext() -> Iterator[None]:
-    """The test extension with the ``logging`` destination, as ``demo``."""
-    directives = testext.log_filter()
-    testext.set_log_destination("logging")
-    testext.set_log_filter("trace")
-    try:
+    """The test extension with the ``logging`` destination."""
+    with logging_destination(testext):
         yield
-    finally:
-        testext.set_log_destination("stderr")
-        testext.set_log_filter(directives)
 
 
 def of(caplog: pytest.LogCaptureFixture, name: str) -> list[logging.LogRecord]:

@@ -9,15 +9,15 @@ import contextlib
 import io
 import logging
 import subprocess
-import sys
 import threading
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
 import pylogsink
 import pylogsink_testext as testext
-from conftest import popen, python, records
+from conftest import logging_destination, popen, python, records, run_unittest_buffered
 
 WORKERS, LINES = 4, 100
 
@@ -58,20 +58,14 @@ def test_redirect_stderr_receives_every_workers_lines_when_the_call_returns() ->
     assert len(records(buf.getvalue())) == WORKERS * LINES
 
 
-def test_unittest_buffer_holds_the_workers_lines(tmp_path: pytest.TempPathFactory) -> None:
-    (tmp_path / "test_buffered.py").write_text(  # type: ignore[operator]
-        "import unittest, pylogsink\n"
-        "class T(unittest.TestCase):\n"
-        "    def test_fails(self):\n"
-        f"        pylogsink.fan_out({WORKERS}, {LINES})\n"
-        "        self.fail('on purpose')\n"
-    )
-    done = subprocess.run(
-        [sys.executable, "-m", "unittest", "--buffer", "test_buffered"],
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        timeout=60,
+def test_unittest_buffer_holds_the_workers_lines(tmp_path: Path) -> None:
+    done = run_unittest_buffered(
+        tmp_path,
+        f"""
+        def test_fails(self):
+            pylogsink.fan_out({WORKERS}, {LINES})
+            self.fail("on purpose")
+        """,
     )
     assert done.returncode == 1
     # Buffered: the lines appear only where unittest prints the test's
@@ -83,14 +77,8 @@ def test_unittest_buffer_holds_the_workers_lines(tmp_path: pytest.TempPathFactor
 
 @pytest.fixture
 def to_logging() -> Iterator[None]:
-    directives = pylogsink.log_filter()
-    pylogsink.set_log_destination("logging")
-    pylogsink.set_log_filter("trace")
-    try:
+    with logging_destination(pylogsink):
         yield
-    finally:
-        pylogsink.set_log_destination("stderr")
-        pylogsink.set_log_filter(directives)
 
 
 def test_the_logging_destination_receives_every_workers_records_at_the_return(

@@ -119,7 +119,9 @@ fn write_waiting() {
     let mut scratch = SCRATCH.try_lock().ok();
     let mut skipped = 0;
     let mut record = |fd: i32, record: &PendingRecord| match scratch.as_deref_mut() {
-        Some(out) if record.text_len_at_most() <= out.capacity() => {
+        // A target's bytes may be escaped, four for one: room for that too,
+        // so that the buffer never grows here.
+        Some(out) if record.size() + 3 * record.target.len() <= out.capacity() => {
             out.clear();
             record.to_text(out);
             write(fd, out);

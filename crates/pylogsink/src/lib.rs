@@ -101,6 +101,17 @@
 //! record no logger would take costs a compare. [`Level::Fatal`] lines
 //! still go to fd 2 as text, after the records that wait.
 //!
+//! # Worker threads and crashes
+//!
+//! A call's worker threads join it with a [`CallHandle`]: take it with
+//! [`Call::current`] on the calling thread, run the work in
+//! [`CallHandle::attach`] on the worker, and what the worker logs follows
+//! the call's routing (see [`Call`] for an example).
+//!
+//! [`Builder::init`] installs a handler for SIGSEGV, SIGBUS, SIGILL, SIGFPE
+//! and SIGABRT that writes the lines waiting in memory to fd 2 before the
+//! signal takes its course ([`Builder::crash_handler`] turns it off).
+//!
 //! # Errors in exceptions
 //!
 //! Error-level lines logged during a call are collected (the first

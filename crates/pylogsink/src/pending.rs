@@ -49,13 +49,9 @@ impl PendingRecord {
         }
     }
 
-    /// The bytes it counts for against the cap.
+    /// The bytes it counts for against the cap: the most that its text
+    /// ([`to_text`](PendingRecord::to_text)) takes.
     pub fn size(&self) -> usize {
-        self.message.len() + self.target.len() + self.file.len() + 64
-    }
-
-    /// The most bytes [`to_text`](PendingRecord::to_text) writes.
-    pub fn text_len_at_most(&self) -> usize {
         self.message.len() + self.target.len() + self.file.len() + 64
     }
 
@@ -142,6 +138,12 @@ impl Pending {
     pub fn push(&mut self, record: PendingRecord) {
         self.bytes += record.size();
         self.records.push_back(record);
+        self.trim();
+    }
+
+    /// Leaves out the oldest records, and counts them, until the rest fit
+    /// under the cap (the newest one stays, whatever its size).
+    fn trim(&mut self) {
         while self.bytes > self.cap && self.records.len() > 1 {
             let old = self.records.pop_front().expect("not empty");
             self.bytes -= old.size();
@@ -173,12 +175,7 @@ impl Pending {
             self.bytes += record.size();
             self.records.push_front(record);
         }
-        while self.bytes > self.cap && self.records.len() > 1 {
-            let old = self.records.pop_front().expect("not empty");
-            self.bytes -= old.size();
-            self.left_out += 1;
-            self.left_out_bytes += old.message.len() as u64;
-        }
+        self.trim();
     }
 }
 

@@ -11,26 +11,6 @@
 //! logged, across threads, under the call's cap) and written or delivered
 //! when the call returns otherwise.
 //!
-//! ```no_run
-//! use pyo3::prelude::*;
-//!
-//! #[pyfunction]
-//! fn run(py: Python<'_>) -> PyResult<()> {
-//!     pylogsink::call(py, || {
-//!         let call = pylogsink::Call::current().expect("inside a call");
-//!         py.detach(|| {
-//!             std::thread::scope(|s| {
-//!                 for part in 0..4 {
-//!                     let call = call.clone();
-//!                     s.spawn(move || call.attach(|| log::info!("part {part} done")));
-//!                 }
-//!             })
-//!         });
-//!         Ok(())
-//!     })
-//! }
-//! ```
-//!
 //! A worker still attached when the call has returned logs as outside any
 //! call: its lines are never lost, and never go into a buffer nobody will
 //! write.
@@ -40,6 +20,26 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 /// The current call, for the worker threads it hands work to.
+///
+/// ```no_run
+/// use pyo3::prelude::*;
+///
+/// #[pyfunction]
+/// fn run(py: Python<'_>) -> PyResult<()> {
+///     pylogsink::call(py, || {
+///         let call = pylogsink::Call::current().expect("inside a call");
+///         py.detach(|| {
+///             std::thread::scope(|s| {
+///                 for part in 0..4 {
+///                     let call = call.clone();
+///                     s.spawn(move || call.attach(|| log::info!("part {part} done")));
+///                 }
+///             })
+///         });
+///         Ok(())
+///     })
+/// }
+/// ```
 pub struct Call(());
 
 impl Call {
