@@ -127,10 +127,10 @@ pub mod route;
 mod sink;
 
 pub use builder::{init, Builder, InitError, DEFAULT_ENV};
-pub use call::call;
+pub use call::{call, call_enter, call_exit};
 pub use color::ColorChoice;
 pub use destination::{destination, set_destination, Destination};
-pub use errors::{error, ERRORS_CAP};
+pub use errors::{error, error_message, ERRORS_CAP};
 pub use filter::{filter, set_filter, FilterError, DEFAULT_FILTER};
 pub use level::Level;
 pub use record::Record;

@@ -325,10 +325,10 @@ impl ThreadState {
     }
 
     /// Steps out of a call. If that left the outermost call: its sink, and
-    /// whether lines or records may wait.
+    /// whether lines or records may wait. Outside any call, nothing.
     #[inline]
     pub fn leave(&self) -> Option<(Sink, bool)> {
-        let depth = self.depth.get().saturating_sub(1);
+        let depth = self.depth.get().checked_sub(1)?;
         self.depth.set(depth);
         let waiting = self.kept_any.get() || self.pending_any.get();
         (depth == 0).then(|| (self.sink.take().unwrap_or(Sink::Own), waiting))
@@ -648,5 +648,18 @@ mod tests {
         set_stall_wait(Duration::from_millis(7));
         assert_eq!(stall_wait(), Duration::from_millis(7));
         set_stall_wait(before);
+    }
+
+    #[test]
+    fn enter_and_leave_pair_up_and_an_unmatched_leave_is_nothing() {
+        THREAD.with(|t| {
+            assert_eq!(t.leave(), None);
+            assert!(t.enter(|| true));
+            assert!(!t.enter(|| unreachable!("only the outermost call asks")));
+            assert_eq!(t.leave(), None);
+            assert_eq!(t.leave(), Some((Sink::Own, false)));
+            assert_eq!(t.leave(), None);
+            assert_eq!(t.depth.get(), 0);
+        });
     }
 }
