@@ -123,6 +123,11 @@ pub unsafe extern "C" fn pylogsink_call_enter() {
 /// the exception raised while the call's lines were written (a
 /// `KeyboardInterrupt`) set; the binding must then return NULL.
 ///
+/// An exception the binding had already set is put aside while the lines
+/// are written (Python cannot run with one pending), then set again; if
+/// the write raised, the binding's exception becomes its `__context__`, as
+/// with `pylogsink::call`.
+///
 /// # Safety
 ///
 /// The caller holds the GIL and called `pylogsink_call_enter` on this
@@ -131,7 +136,18 @@ pub unsafe extern "C" fn pylogsink_call_enter() {
 pub unsafe extern "C" fn pylogsink_call_exit() -> c_int {
     // SAFETY: the header's contract: the caller holds the GIL.
     let py = unsafe { Python::assume_attached() };
-    with_python_errors(py, || pylogsink::call_exit(py))
+    let own = PyErr::take(py);
+    let written = with_python_errors(py, || pylogsink::call_exit(py));
+    match (written, own) {
+        (0, Some(own)) => own.restore(py),
+        (_, Some(own)) => {
+            let interrupt = PyErr::fetch(py);
+            interrupt.set_context(py, Some(own));
+            interrupt.restore(py);
+        }
+        _ => {}
+    }
+    written
 }
 
 /// Sets an exception of `type` (NULL: RuntimeError) whose message is

@@ -92,7 +92,9 @@ void pylogsink_call_enter(void);
    kept (through sys.stderr.write when sys.stderr was replaced).
    Returns 0, or -1 with the exception raised while the lines were written
    (a KeyboardInterrupt from Ctrl-C) set: the binding must then return NULL
-   and drop its own result. */
+   and drop its own result. An exception the binding set before is kept
+   aside while the lines are written and set again (with -1, it becomes the
+   __context__ of the new one). */
 int pylogsink_call_exit(void);
 
 /* Sets an exception of type `type` (NULL: RuntimeError) whose message is
@@ -100,7 +102,7 @@ int pylogsink_call_exit(void);
    decoded as Python's bytes.decode("utf-8", "backslashreplace") does:
    invalid UTF-8 becomes \xNN. Returns NULL, for
    `return pylogsink_raise(PyExc_RuntimeError, msg, strlen(msg));`.
-   GIL held. Call it before pylogsink_call_exit or after; the Error lines
+   GIL held. Call it before pylogsink_call_exit or after: the Error lines
    stay until the thread's next call starts. */
 PyObject *pylogsink_raise(PyObject *type, const char *text, size_t len);
 
