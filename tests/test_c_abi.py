@@ -88,22 +88,26 @@ def run(code: str, env: dict[str, str], timeout: float = 60) -> subprocess.Compl
 
 
 def two_threads(ext: str, sink: str, load: str, env: dict[str, str], timeout: float) -> str:
-    """Thread A loads a method whose backend logs an Error under the backend
-    lock; thread B executes, taking that lock with the GIL held. Returns the
+    """Thread A loads a method 100 times, whose backend logs an Error under
+    the backend lock; thread B executes until A is done, taking that lock
+    with the GIL held. Returns the
     child's stdout (the lines delivered), or "hung"."""
     code = SLOW_STDERR + textwrap.dedent(
         f"""
         import sys, threading
         import {ext} as rt
         rt.set_sink("{sink}")
+        loaded = threading.Event()
         def loader():
             for _ in range(100):
                 try:
                     rt.{load}()
                 except RuntimeError:
                     pass
+            loaded.set()
         def executor():
-            for _ in range(100):
+            # For as long as A runs, so that the two always meet.
+            while not loaded.is_set():
                 rt.execute()
         stderr = sys.stderr = SlowStderr()
         threads = [threading.Thread(target=f) for f in (loader, executor)]

@@ -34,12 +34,14 @@ typedef enum {
     kUnknown = '?'
 } et_pal_log_level_t;
 
-/* Each line through sys.stderr.write, taking the GIL for it. */
+/* Each line through one sys.stderr.write, taking the GIL for it. */
 static void naive_write(const char *message, size_t length) {
+    char line[1024];
+    int n = snprintf(line, sizeof line, "%.*s\n", (int)(length < 1000 ? length : 1000), message);
     PyGILState_STATE gil = PyGILState_Ensure();
     PyObject *stream = PySys_GetObject("stderr"); /* borrowed */
     if (stream != NULL) {
-        PyObject *done = PyObject_CallMethod(stream, "write", "s#", message, (Py_ssize_t)length);
+        PyObject *done = PyObject_CallMethod(stream, "write", "s#", line, (Py_ssize_t)n);
         Py_XDECREF(done);
     }
     PyErr_Clear();
