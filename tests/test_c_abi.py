@@ -6,6 +6,7 @@ ExecuTorch's platform log hook."""
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
 import signal
@@ -287,3 +288,59 @@ def test_daemon_threads_logging_at_exit_never_crash_or_hang(ext: str, env: dict[
         outcomes = list(pool.map(once, range(RUNS)))
     assert [o for o in outcomes if o not in ("ok", "cpython-3.10-segv")] == []
     assert outcomes.count("cpython-3.10-segv") <= CPYTHON_310_SEGV_ALLOWED, outcomes
+
+
+@pytest.mark.parametrize(
+    "ext, binding",
+    [
+        ("c_rt", "log_lines(2)"),  # pylogsink_call_exit returns -1
+        ("cpp_rt", "log_lines(2)"),  # pylogsink::scope: a new Ctrl-C
+        ("cpp_rt", "load_program(b'x')"),  # pylogsink::call: error_already_set
+    ],
+)
+def test_an_interrupt_while_the_lines_are_written_reaches_the_caller(ext: str, binding: str, env: dict[str, str]) -> None:
+    done = run(
+        f"""
+        import sys, {ext}
+        class Interrupted:
+            def write(self, text):
+                raise KeyboardInterrupt
+            def flush(self):
+                pass
+        sys.stderr = Interrupted()
+        try:
+            try:
+                {ext}.{binding}
+            except RuntimeError:
+                pass
+            for _ in range(1000):  # where a pending Ctrl-C is raised
+                pass
+            print("returned")
+        except KeyboardInterrupt:
+            print("interrupted")
+        """,
+        env,
+    )
+    assert done.stdout.strip() == "interrupted", done.stderr
+    # The write failed, so the lines went to fd 2 as well.
+    assert len(records(done.stderr)) >= 1
+
+
+def test_cmake_builds_an_extension_with_the_shipped_config(tmp_path: Path, env: dict[str, str]) -> None:
+    # cmake from PyPI (tests/requirements.txt), next to this interpreter.
+    cmake = shutil.which("cmake", path=os.pathsep.join([str(Path(sys.executable).parent), os.environ["PATH"]]))
+    assert cmake is not None, "cmake is in tests/requirements.txt"
+    for source in SOURCES.iterdir():
+        shutil.copy(source, tmp_path)
+    build = tmp_path / "build"
+    for step in (
+        [cmake, "-S", str(tmp_path), "-B", str(build), f"-DPython_EXECUTABLE={sys.executable}"],
+        [cmake, "--build", str(build)],
+    ):
+        done = subprocess.run(step, capture_output=True, text=True, timeout=300)
+        assert done.returncode == 0, done.stdout + done.stderr
+    env = {**env, "PYTHONPATH": str(build)}
+    done = run("import c_rt; print(c_rt.__file__)\ntry: c_rt.load_method()\nexcept RuntimeError as e: print(e)", env)
+    assert done.stdout.splitlines()[0].startswith(str(build))
+    assert done.stdout.splitlines()[-1] == "  XNNPACK backend: failed to create workspace"
+    assert two_threads("c_rt", "pylogsink", "load_method_detached", env, timeout=60) == "100"

@@ -33,7 +33,10 @@
 //!
 //! Code that does not use `log` (a C or C++ runtime behind a shim) calls
 //! [`emit`] with a [`Level`], a target, a source location and the message
-//! bytes, which need not be UTF-8.
+//! bytes, which need not be UTF-8. Code that cannot pass a closure (a C
+//! ABI, a scope object) wraps a binding in [`call_enter`] and
+//! [`call_exit`], the two halves [`call`] is built on; the C ABI in
+//! `crates/pylogsink-c` does.
 //!
 //! # Choosing what is logged
 //!

@@ -30,8 +30,9 @@
  *
  * Threads and the GIL: pylogsink_emit may be called from any thread, with
  * or without the GIL, under any lock, in a call or outside one (a native
- * worker thread). Every other function must be called with the GIL held.
- * No function here waits for another thread.
+ * worker thread). Every other function must be called with the GIL held;
+ * pylogsink_call_exit may run Python code (sys.stderr.write), so it must be
+ * called with none of the runtime's locks held.
  */
 #ifndef PYLOGSINK_H
 #define PYLOGSINK_H
