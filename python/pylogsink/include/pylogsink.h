@@ -78,7 +78,8 @@ int pylogsink_add_functions(PyObject *module);
    message, len: the message bytes; they need not be UTF-8 nor end in NUL.
    Any thread, any lock, with or without the GIL. Never calls into Python,
    never takes the GIL, and waits for fd 2 at most the stall wait (100 ms).
-   A record the filter drops costs a level compare. */
+   A record the filter drops costs reading the target and a level compare:
+   nothing is formatted, allocated or locked. */
 void pylogsink_emit(int level, const char *target, const char *file,
                     unsigned line, const char *message, size_t len);
 
