@@ -9,8 +9,9 @@ cargo fmt --all -- --check
 cargo clippy --all-targets -- -D warnings
 cargo test --workspace
 
-echo "== build the wheels (pylogsink, and the test extension in tests/ext)"
+echo "== build the wheels (pylogsink with its C library, and the test extension in tests/ext)"
 python3 -m pip install -q --disable-pip-version-check "maturin>=1.8,<2"
+scripts/build-c.sh
 rm -rf dist
 python3 -m maturin build --release -q -o dist
 (cd tests/ext && python3 -m maturin build --release -q -o ../../dist)

@@ -5,7 +5,13 @@ The Rust crate ``pylogsink`` is what native extensions embed. This package
 holds its demo runtime, ``pylogsink._pylogsink``: a small native runtime that
 logs through pylogsink or through a naive sink, so that the scenarios
 pylogsink exists for can be run for real (``python -m pylogsink.demo``).
+
+C and C++ extensions build against the C ABI the package ships:
+``get_include()``, ``get_library()``, ``get_link_args()`` and
+``get_cmake_dir()``.
 """
+
+from pylogsink._build_inputs import get_cmake_dir, get_include, get_library, get_link_args
 
 from pylogsink._pylogsink import (
     BackgroundLogger,
@@ -48,6 +54,10 @@ __all__ = [
     "execute",
     "fail",
     "fan_out",
+    "get_cmake_dir",
+    "get_include",
+    "get_library",
+    "get_link_args",
     "load_file",
     "load_method",
     "load_method_detached",

@@ -2,13 +2,18 @@
 pylogsink, each in a subprocess with a timeout; then daemon threads that log
 while Python exits.
 
-    python -m pylogsink.demo [--iterations 100] [--timeout 10] [--exit-runs 30]
+    python -m pylogsink.demo [--iterations 100] [--timeout 10] [--exit-runs 30] [--cpp DIR]
+
+With ``--cpp DIR``, the directory where the C ABI tests' extensions were
+built (scripts/demo.sh builds them), the table gains the C++ runtime: a
+pybind11 extension that logs through pylogsink's C ABI.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import subprocess
 import sys
 import time
@@ -27,14 +32,21 @@ class Outcome:
     errors: int
 
 
-def run(label: str, sink: str, detached: bool, iterations: int, timeout: float) -> Outcome:
+def run(
+    label: str, sink: str, detached: bool, iterations: int, timeout: float, cpp: str | None = None
+) -> Outcome:
     """Runs one two-thread scenario in a subprocess; a run that does not end
-    within ``timeout`` seconds is killed and counts as hung."""
+    within ``timeout`` seconds is killed and counts as hung. With ``cpp``,
+    the runtime is the C++ extension built there."""
     cmd = [sys.executable, "-m", "pylogsink.scenarios", "two-threads", "--sink", sink]
     cmd += ["--iterations", str(iterations)] + (["--detached"] if detached else [])
+    env = None
+    if cpp is not None:
+        cmd += ["--module", "cpp_rt"]
+        env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [cpp, os.environ.get("PYTHONPATH")]))}
     start = time.monotonic()
     try:
-        done = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+        done = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env)
     except subprocess.TimeoutExpired:
         return Outcome(label, sink, True, timeout, None, 0)
     took = time.monotonic() - start
@@ -74,20 +86,24 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--iterations", type=int, default=100)
     parser.add_argument("--timeout", type=float, default=10.0)
     parser.add_argument("--exit-runs", type=int, default=30, help="daemon-exit runs per row (0: skip)")
+    parser.add_argument("--cpp", metavar="DIR", help="where the C++ test extension cpp_rt was built")
     args = parser.parse_args(argv)
     print(f"Two threads, {args.iterations} iterations each: A loads a method whose backend")
     print("init fails and logs under the backend lock; B executes, taking that lock.\n")
     rows = []
-    for label, detached in (("GIL held", False), ("GIL released", True)):
+    variants = [("GIL held", False, None), ("GIL released", True, None)]
+    if args.cpp:
+        variants += [("C++ GIL held", False, args.cpp), ("C++ GIL released", True, args.cpp)]
+    for label, detached, cpp in variants:
         for sink in ("naive", "pylogsink"):
-            rows.append(run(label, sink, detached, args.iterations, args.timeout))
-    print(f"{'variant':<14} {'sink':<10} {'result':<28} {'lines delivered':>15}")
+            rows.append(run(label, sink, detached, args.iterations, args.timeout, cpp))
+    print(f"{'variant':<16} {'sink':<10} {'result':<28} {'lines delivered':>15}")
     for r in rows:
         result = f"hung (killed after {r.seconds:g} s)" if r.hung else f"completed in {r.seconds:.2f} s"
         if r.errors:
             result += f", {r.errors} thread errors"
         lines = "-" if r.lines is None else str(r.lines)
-        print(f"{r.label:<14} {r.sink:<10} {result:<28} {lines:>15}")
+        print(f"{r.label:<16} {r.sink:<10} {result:<28} {lines:>15}")
     expected = all(r.hung == (r.sink == "naive") and not r.errors for r in rows)
     print("\npylogsink completed every run; the naive sink hung." if expected else "\nUNEXPECTED outcome, see above.")
     if args.exit_runs:

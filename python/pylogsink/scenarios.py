@@ -10,6 +10,7 @@ deadlocks never prints, and that is the point of the naive sink.
 from __future__ import annotations
 
 import argparse
+import importlib
 import json
 import logging
 import sys
@@ -42,12 +43,17 @@ class SlowStderr:
         return "".join(self.parts)
 
 
-def two_threads(sink: str, iterations: int, detached: bool) -> dict[str, object]:
+def two_threads(sink: str, iterations: int, detached: bool, module: str = "pylogsink") -> dict[str, object]:
     """Thread A loads a method whose backend init fails and logs under the
-    backend lock; thread B executes, which takes that lock with the GIL held.
-    With ``detached``, A releases the GIL before taking the lock."""
-    pylogsink.set_sink(sink)
-    load = pylogsink.load_method_detached if detached else pylogsink.load_method
+    backend lock; thread B executes, which takes that lock with the GIL held,
+    for as long as A runs. With ``detached``, A releases the GIL before
+    taking the lock. ``module`` is the runtime: the demo's, or another with
+    the same functions (set_sink, load_method, load_method_detached,
+    execute), such as the C++ one of the C ABI tests."""
+    rt = pylogsink if module == "pylogsink" else importlib.import_module(module)
+    rt.set_sink(sink)
+    load = rt.load_method_detached if detached else rt.load_method
+    loaded = threading.Event()
     errors: list[str] = []
 
     def guarded(body: Callable[[], None]) -> Callable[[], None]:
@@ -65,10 +71,11 @@ def two_threads(sink: str, iterations: int, detached: bool) -> dict[str, object]
                 load()
             except RuntimeError:
                 pass
+        loaded.set()
 
     def executor() -> None:
-        for _ in range(iterations):
-            pylogsink.execute()
+        while not loaded.is_set():
+            rt.execute()
 
     stderr = SlowStderr()
     sys.stderr = stderr
@@ -83,6 +90,7 @@ def two_threads(sink: str, iterations: int, detached: bool) -> dict[str, object]
         sys.stderr = sys.__stderr__
     return {
         "scenario": "two-threads",
+        "module": module,
         "sink": sink,
         "detached": detached,
         "iterations": iterations,
@@ -120,6 +128,7 @@ def main(argv: list[str] | None = None) -> int:
     two.add_argument("--sink", choices=["pylogsink", "naive"], default="pylogsink")
     two.add_argument("--iterations", type=int, default=100)
     two.add_argument("--detached", action="store_true", help="release the GIL before the lock")
+    two.add_argument("--module", default="pylogsink", help="the runtime module (default: the demo's)")
     exit_ = sub.add_parser("daemon-exit", help=daemon_exit.__doc__)
     exit_.add_argument("--sink", choices=["pylogsink", "naive"], default="pylogsink")
     exit_.add_argument("--replaced", action="store_true", help="replace sys.stderr first")
@@ -128,7 +137,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.scenario == "daemon-exit":
         daemon_exit(args.sink, args.replaced, args.destination)
         return 0
-    result = two_threads(args.sink, args.iterations, args.detached)
+    result = two_threads(args.sink, args.iterations, args.detached, args.module)
     print(json.dumps(result), flush=True)
     return 0 if not result["errors"] else 1
 

@@ -34,43 +34,67 @@ use std::time::Duration;
 /// while the call's lines are written (a `KeyboardInterrupt` from Ctrl-C)
 /// can reach the caller: it is returned instead of `f`'s result, with `f`'s
 /// own error, if any, as its `__context__`.
+///
+/// It is [`call_enter`], `f`, then [`call_exit`].
 pub fn call<T>(py: Python<'_>, f: impl FnOnce() -> PyResult<T>) -> PyResult<T> {
-    register_exit_flush(py);
-    let mut f = Some(f);
-    let run = |t: &ThreadState| {
-        let outermost = t.enter(|| stderr_is_own(py), || surviving_fd(py));
-        if outermost && to_logging() {
-            crate::logging::on_call_entry(py);
-        }
-        let result = std::panic::catch_unwind(AssertUnwindSafe(f.take().expect("runs once")));
-        let left = t.leave().filter(|_| outermost);
-        (left, result)
-    };
-    let (left, result) = match THREAD.try_with(run) {
-        Ok(done) => done,
-        // The thread is being torn down: there is no call state to keep.
-        Err(_) => return f.take().expect("not run yet")(),
-    };
-    let interrupt = match left {
-        Some((sink, waiting)) if waiting || queue_pending() || queue::waiting() => {
-            write_at_return(py, sink)
-        }
-        _ => None,
-    };
+    call_enter(py);
+    let result = std::panic::catch_unwind(AssertUnwindSafe(f));
+    let written = call_exit(py);
     let result = match result {
         Ok(result) => result,
         // The lines kept so far were written, as at any return; the panic
         // goes on, to become PyO3's PanicException.
         Err(panic) => std::panic::resume_unwind(panic),
     };
-    match interrupt {
-        None => result,
-        Some(interrupt) => {
+    match written {
+        Ok(()) => result,
+        Err(interrupt) => {
             if let Err(own) = result {
                 interrupt.set_context(py, Some(own));
             }
             Err(interrupt)
         }
+    }
+}
+
+/// Steps into a call: the first half of [`call`], for code that cannot
+/// pass a closure (a C ABI, a scope object).
+///
+/// Every `call_enter` must be matched by one [`call_exit`] on the same
+/// thread, with the GIL held at both; between them the thread may release
+/// the GIL and take native locks, as inside [`call`]. Nested pairs join the
+/// outermost one. A thread being torn down has no call state: then both
+/// do nothing.
+pub fn call_enter(py: Python<'_>) {
+    register_exit_flush(py);
+    let _ = THREAD.try_with(|t| {
+        let outermost = t.enter(|| stderr_is_own(py), || surviving_fd(py));
+        if outermost && to_logging() {
+            crate::logging::on_call_entry(py);
+        }
+    });
+}
+
+/// Steps out of a call: the second half of [`call`]. Leaving the
+/// outermost call writes the lines it kept (through `sys.stderr.write`, or
+/// to fd 2 with the GIL released) and hands records over to `logging`.
+///
+/// Returns the exception that reached Python while the lines were written
+/// (a `KeyboardInterrupt`, or an exception a signal handler raised), which
+/// the binding must raise in place of its own result; an error of the
+/// stream itself never comes back here (the lines go to fd 2 then). Must
+/// follow a [`call_enter`] on the same thread, with the GIL held; an
+/// unmatched `call_exit` does nothing.
+pub fn call_exit(py: Python<'_>) -> PyResult<()> {
+    let left = match THREAD.try_with(ThreadState::leave) {
+        Ok(left) => left,
+        Err(_) => return Ok(()),
+    };
+    match left {
+        Some((sink, waiting)) if waiting || queue_pending() || queue::waiting() => {
+            write_at_return(py, sink).map_or(Ok(()), Err)
+        }
+        _ => Ok(()),
     }
 }
 

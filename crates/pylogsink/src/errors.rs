@@ -99,10 +99,17 @@ impl Errors {
 /// `text` may be any bytes: the whole message is decoded with Python's
 /// `backslashreplace` rule, so invalid UTF-8 becomes `\xNN`.
 pub fn error<E: PyTypeInfo>(text: impl AsRef<[u8]>) -> PyErr {
-    let message = THREAD
+    PyErr::new::<E, _>(error_message(text))
+}
+
+/// The message [`error`] gives its exception: `text` followed by the
+/// Error-level lines of the current call, decoded with Python's
+/// `backslashreplace` rule. For code that builds the exception itself
+/// (the C ABI, whose caller names the exception type at run time).
+pub fn error_message(text: impl AsRef<[u8]>) -> String {
+    THREAD
         .try_with(|t| t.errors().message(text.as_ref()))
-        .unwrap_or_else(|_| decode_backslashreplace(text.as_ref()));
-    PyErr::new::<E, _>(message)
+        .unwrap_or_else(|_| decode_backslashreplace(text.as_ref()))
 }
 
 #[cfg(test)]

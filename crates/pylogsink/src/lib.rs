@@ -33,7 +33,10 @@
 //!
 //! Code that does not use `log` (a C or C++ runtime behind a shim) calls
 //! [`emit`] with a [`Level`], a target, a source location and the message
-//! bytes, which need not be UTF-8.
+//! bytes, which need not be UTF-8. Code that cannot pass a closure (a C
+//! ABI, a scope object) wraps a binding in [`call_enter`] and
+//! [`call_exit`], the two halves [`call`] is built on; the C ABI in
+//! `crates/pylogsink-c` does.
 //!
 //! # Choosing what is logged
 //!
@@ -171,10 +174,10 @@ mod sink;
 mod worker;
 
 pub use builder::{init, Builder, InitError, DEFAULT_ENV};
-pub use call::call;
+pub use call::{call, call_enter, call_exit};
 pub use color::ColorChoice;
 pub use destination::{destination, set_destination, Destination};
-pub use errors::{error, ERRORS_CAP};
+pub use errors::{error, error_message, ERRORS_CAP};
 pub use filter::{filter, set_filter, FilterError, DEFAULT_FILTER};
 pub use level::Level;
 pub use record::Record;

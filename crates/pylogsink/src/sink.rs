@@ -347,10 +347,10 @@ impl ThreadState {
     }
 
     /// Steps out of a call. If that left the outermost call: its sink, and
-    /// whether lines or records may wait.
+    /// whether lines or records may wait. Outside any call, nothing.
     #[inline]
     pub fn leave(&self) -> Option<(Sink, bool)> {
-        let depth = self.depth.get().saturating_sub(1);
+        let depth = self.depth.get().checked_sub(1)?;
         self.depth.set(depth);
         if depth > 0 {
             return None;
@@ -820,5 +820,21 @@ mod tests {
         set_stall_wait(Duration::from_millis(7));
         assert_eq!(stall_wait(), Duration::from_millis(7));
         set_stall_wait(before);
+    }
+
+    #[test]
+    fn enter_and_leave_pair_up_and_an_unmatched_leave_is_nothing() {
+        THREAD.with(|t| {
+            assert_eq!(t.leave(), None);
+            assert!(t.enter(|| true, || -1));
+            assert!(!t.enter(
+                || unreachable!("only the outermost call asks"),
+                || unreachable!("nor this")
+            ));
+            assert_eq!(t.leave(), None);
+            assert_eq!(t.leave(), Some((Sink::Own, false)));
+            assert_eq!(t.leave(), None);
+            assert_eq!(t.depth.get(), 0);
+        });
     }
 }

@@ -1,0 +1,115 @@
+/*
+ * pylogsink.hpp: pylogsink for pybind11 bindings (C++11 and newer).
+ *
+ * Two ways to wrap a binding, both with the GIL held at entry and exit:
+ *
+ *   pylogsink::scope, as a call guard:
+ *
+ *       m.def("load", &load, py::call_guard<pylogsink::scope>());
+ *       // releasing the GIL too: pylogsink::scope must come first, so that
+ *       // the GIL is taken back before the call's lines are written
+ *       m.def("run", &run, py::call_guard<pylogsink::scope, py::gil_scoped_release>());
+ *
+ *   pylogsink::call, around the body:
+ *
+ *       m.def("load", [](const std::string &path) {
+ *           return pylogsink::call([&] { return load(path); });
+ *       });
+ *
+ * The difference is what happens to an exception raised while the call's
+ * lines are written through sys.stderr (a KeyboardInterrupt from Ctrl-C).
+ * pylogsink::call throws it as py::error_already_set, so Python gets the
+ * original exception object in place of the result. A destructor cannot
+ * throw, so pylogsink::scope hands a KeyboardInterrupt back to Python as a
+ * new Ctrl-C (PyErr_SetInterrupt: raised as the binding returns, by
+ * Python's SIGINT handler) and reports any other such exception as
+ * unraisable (sys.unraisablehook).
+ *
+ * pylogsink::raise(type, text) throws the exception pylogsink_raise sets:
+ * the text followed by the Error lines the call logged.
+ */
+#ifndef PYLOGSINK_HPP
+#define PYLOGSINK_HPP
+
+#include <pybind11/pybind11.h>
+
+#include <string>
+#include <utility>
+
+#include "pylogsink.h"
+
+namespace pylogsink {
+
+/* Steps into a call when made and out when destroyed: usable as
+   py::call_guard<pylogsink::scope>. Made and destroyed with the GIL held. */
+class scope {
+public:
+    scope() { pylogsink_call_enter(); }
+    ~scope() {
+        if (pylogsink_call_exit() != 0) {
+            hand_back();
+        }
+    }
+    scope(const scope &) = delete;
+    scope &operator=(const scope &) = delete;
+
+private:
+    /* The exception set by the exit, which a destructor cannot throw. */
+    static void hand_back() {
+        if (PyErr_ExceptionMatches(PyExc_KeyboardInterrupt)) {
+            PyErr_Clear();
+            PyErr_SetInterrupt();
+        } else {
+            PyErr_WriteUnraisable(nullptr);
+        }
+    }
+};
+
+namespace detail {
+/* Steps out of the call when the body returned; throws the exit's
+   exception then (a destructor may throw when no other exception is in
+   flight, which `armed` ensures). */
+struct exit_at_return {
+    bool armed = true;
+    ~exit_at_return() noexcept(false) {
+        if (armed && pylogsink_call_exit() != 0) {
+            throw pybind11::error_already_set();
+        }
+    }
+};
+} // namespace detail
+
+/* Runs f() as one call and returns what it returns. GIL held. If writing
+   the call's lines raised (a KeyboardInterrupt), throws it as
+   py::error_already_set, in place of f's result or f's own exception. */
+template <typename F>
+auto call(F &&f) -> decltype(std::forward<F>(f)()) {
+    pylogsink_call_enter();
+    detail::exit_at_return exit;
+    try {
+        return std::forward<F>(f)();
+    } catch (...) {
+        exit.armed = false;
+        if (pylogsink_call_exit() != 0) {
+            throw pybind11::error_already_set();
+        }
+        throw;
+    }
+}
+
+/* Throws an exception of `type` whose message is `text` followed by the
+   Error lines logged during the call, invalid UTF-8 escaped as \xNN. */
+[[noreturn]] inline void raise(PyObject *type, const std::string &text) {
+    pylogsink_raise(type, text.data(), text.size());
+    throw pybind11::error_already_set();
+}
+
+/* pylogsink_emit with a std::string message. Any thread, any lock. */
+inline void emit(int level, const char *target, const char *file, unsigned line,
+                 const std::string &message) {
+    pylogsink_emit(level, target, file, line, message.data(), message.size());
+}
+
+} // namespace pylogsink
+
+#endif /* PYLOGSINK_HPP */

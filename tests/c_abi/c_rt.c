@@ -1,0 +1,137 @@
+/*
+ * c_rt: a C extension (Python C API) over backend.h, every binding wrapped
+ * in pylogsink_call_enter / pylogsink_call_exit.
+ */
+#include "backend.h"
+
+#include <unistd.h>
+
+static const char LOAD_FAILED[] = "load_method failed (error 0x23)";
+
+static PyObject *set_sink(PyObject *self, PyObject *arg) {
+    (void)self;
+    const char *name = PyUnicode_AsUTF8(arg);
+    if (name == NULL) return NULL;
+    backend_naive = strcmp(name, "naive") == 0;
+    Py_RETURN_NONE;
+}
+
+/* Logs an Error under the backend lock with the GIL held, then raises. */
+static PyObject *load_method(PyObject *self, PyObject *unused) {
+    (void)self, (void)unused;
+    pylogsink_call_enter();
+    int rc = backend_load_method();
+    if (pylogsink_call_exit() < 0) return NULL;
+    if (rc != 0) return pylogsink_raise(PyExc_RuntimeError, LOAD_FAILED, strlen(LOAD_FAILED));
+    Py_RETURN_NONE;
+}
+
+/* The same with the GIL released around the backend. */
+static PyObject *load_method_detached(PyObject *self, PyObject *unused) {
+    (void)self, (void)unused;
+    int rc;
+    pylogsink_call_enter();
+    Py_BEGIN_ALLOW_THREADS
+    rc = backend_load_method();
+    Py_END_ALLOW_THREADS
+    if (pylogsink_call_exit() < 0) return NULL;
+    if (rc != 0) return pylogsink_raise(PyExc_RuntimeError, LOAD_FAILED, strlen(LOAD_FAILED));
+    Py_RETURN_NONE;
+}
+
+/* Takes the backend lock with the GIL held, and logs nothing. */
+static PyObject *execute(PyObject *self, PyObject *unused) {
+    (void)self, (void)unused;
+    backend_execute();
+    Py_RETURN_NONE;
+}
+
+/* log(level, message: bytes, target: str) in one call. */
+static PyObject *log_(PyObject *self, PyObject *args) {
+    (void)self;
+    int level;
+    const char *message, *target = "rt";
+    Py_ssize_t len;
+    if (!PyArg_ParseTuple(args, "iy#|s", &level, &message, &len, &target)) return NULL;
+    pylogsink_call_enter();
+    pylogsink_emit(level, target, __FILE__, __LINE__, message, (size_t)len);
+    if (pylogsink_call_exit() < 0) return NULL;
+    Py_RETURN_NONE;
+}
+
+/* log_lines(n): n Info lines "line <i>" through ET_LOG, in one call. */
+static PyObject *log_lines(PyObject *self, PyObject *arg) {
+    (void)self;
+    long n = PyLong_AsLong(arg);
+    if (n == -1 && PyErr_Occurred()) return NULL;
+    pylogsink_call_enter();
+    for (long i = 0; i < n; i++) ET_LOG(kInfo, "line %ld", i);
+    if (pylogsink_call_exit() < 0) return NULL;
+    Py_RETURN_NONE;
+}
+
+/* log_then_hang(n, seconds): n lines, then sleeps inside the call. */
+static PyObject *log_then_hang(PyObject *self, PyObject *args) {
+    (void)self;
+    int n, seconds;
+    if (!PyArg_ParseTuple(args, "ii", &n, &seconds)) return NULL;
+    pylogsink_call_enter();
+    for (int i = 0; i < n; i++) ET_LOG(kError, "about to hang: line %d", i);
+    sleep((unsigned)seconds);
+    if (pylogsink_call_exit() < 0) return NULL;
+    Py_RETURN_NONE;
+}
+
+/* load_program(identifier: bytes): logs the bad identifier, raises with a
+   message cut inside a UTF-8 character. */
+static PyObject *load_program(PyObject *self, PyObject *args) {
+    (void)self;
+    const char *ident;
+    Py_ssize_t len;
+    if (!PyArg_ParseTuple(args, "y#", &ident, &len)) return NULL;
+    pylogsink_call_enter();
+    backend_check_program(ident, (size_t)len);
+    if (pylogsink_call_exit() < 0) return NULL;
+    static const char text[] = "load_program: invalid program /data/\xe4\xb8\xad\xe4\xb8";
+    return pylogsink_raise(PyExc_RuntimeError, text, sizeof text - 1);
+}
+
+static PyObject *fatal(PyObject *self, PyObject *unused) {
+    (void)self, (void)unused;
+    pylogsink_call_enter();
+    backend_fatal();
+    Py_RETURN_NONE; /* not reached */
+}
+
+static PyObject *set_filter(PyObject *self, PyObject *arg) {
+    (void)self;
+    const char *spec = PyUnicode_AsUTF8(arg);
+    if (spec == NULL || pylogsink_set_filter(spec) < 0) return NULL;
+    Py_RETURN_NONE;
+}
+
+static PyMethodDef methods[] = {
+    {"set_sink", set_sink, METH_O, NULL},
+    {"load_method", load_method, METH_NOARGS, NULL},
+    {"load_method_detached", load_method_detached, METH_NOARGS, NULL},
+    {"execute", execute, METH_NOARGS, NULL},
+    {"log", log_, METH_VARARGS, NULL},
+    {"log_lines", log_lines, METH_O, NULL},
+    {"log_then_hang", log_then_hang, METH_VARARGS, NULL},
+    {"load_program", load_program, METH_VARARGS, NULL},
+    {"fatal", fatal, METH_NOARGS, NULL},
+    {"set_filter", set_filter, METH_O, NULL},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "c_rt", NULL, -1, methods};
+
+PyMODINIT_FUNC PyInit_c_rt(void) {
+    PyObject *m = PyModule_Create(&module);
+    if (m == NULL) return NULL;
+    if (pylogsink_init("RT_LOG", "info") < 0 || pylogsink_add_functions(m) < 0) {
+        Py_DECREF(m);
+        return NULL;
+    }
+    return m;
+}
