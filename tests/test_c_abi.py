@@ -175,6 +175,22 @@ def test_a_replaced_stderr_captures_the_lines(rt, capsys: pytest.CaptureFixture[
     assert len(lines) == 4
 
 
+def test_worker_threads_attached_through_the_c_abi_join_the_call(
+    built: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    sys.path.insert(0, str(built))
+    try:
+        import c_rt  # type: ignore[import-not-found]
+    finally:
+        sys.path.remove(str(built))
+    c_rt.fan_out(4, 50)
+    found: dict[int, list[int]] = {}
+    for line in records(capsys.readouterr().err):
+        worker, _, number = line.split("] worker ", 1)[1].split()
+        found.setdefault(int(worker), []).append(int(number))
+    assert found == {worker: list(range(50)) for worker in range(4)}
+
+
 @pytest.mark.parametrize("ext", EXTENSIONS)
 def test_own_stderr_lines_are_on_fd2_before_the_call_returns(ext: str, env: dict[str, str]) -> None:
     child = subprocess.Popen(

@@ -4,6 +4,8 @@
  */
 #include "backend.h"
 
+#include <pthread.h>
+#include <stdio.h>
 #include <unistd.h>
 
 static const char LOAD_FAILED[] = "load_method failed (error 0x23)";
@@ -110,7 +112,54 @@ static PyObject *set_filter(PyObject *self, PyObject *arg) {
     Py_RETURN_NONE;
 }
 
+/* One worker of fan_out: attached to the call, it logs "worker W line N". */
+struct worker {
+    const pylogsink_handle *call;
+    int id;
+    long lines;
+};
+
+static void *work(void *arg) {
+    const struct worker *w = arg;
+    pylogsink_attach(w->call);
+    for (long i = 0; i < w->lines; i++) {
+        char message[64];
+        int len = snprintf(message, sizeof message, "worker %d line %ld", w->id, i);
+        pylogsink_emit(PYLOGSINK_INFO, "rt::pool", __FILE__, __LINE__, message, (size_t)len);
+    }
+    pylogsink_detach();
+    return NULL;
+}
+
+/* fan_out(workers, lines): one call handed to native threads (a pool's
+   workers), each attached to it, with the GIL released while they run. */
+static PyObject *fan_out(PyObject *self, PyObject *args) {
+    (void)self;
+    int workers;
+    long lines;
+    if (!PyArg_ParseTuple(args, "il", &workers, &lines)) return NULL;
+    if (workers < 1 || workers > 16) {
+        PyErr_SetString(PyExc_ValueError, "fan_out: 1 to 16 workers");
+        return NULL;
+    }
+    pthread_t threads[16];
+    struct worker each[16];
+    pylogsink_call_enter();
+    pylogsink_handle *call = pylogsink_call_handle();
+    Py_BEGIN_ALLOW_THREADS
+    for (int i = 0; i < workers; i++) {
+        each[i] = (struct worker){call, i, lines};
+        pthread_create(&threads[i], NULL, work, &each[i]);
+    }
+    for (int i = 0; i < workers; i++) pthread_join(threads[i], NULL);
+    Py_END_ALLOW_THREADS
+    pylogsink_handle_free(call);
+    if (pylogsink_call_exit() < 0) return NULL;
+    Py_RETURN_NONE;
+}
+
 static PyMethodDef methods[] = {
+    {"fan_out", fan_out, METH_VARARGS, NULL},
     {"set_sink", set_sink, METH_O, NULL},
     {"load_method", load_method, METH_NOARGS, NULL},
     {"load_method_detached", load_method_detached, METH_NOARGS, NULL},

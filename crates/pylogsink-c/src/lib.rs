@@ -150,6 +150,61 @@ pub unsafe extern "C" fn pylogsink_call_exit() -> c_int {
     written
 }
 
+/// A handle on the current call, for its worker threads, as
+/// `pylogsink::Call::current`: NULL outside any call. Free it with
+/// `pylogsink_handle_free`.
+///
+/// # Safety
+///
+/// None: any thread, with or without the GIL.
+#[no_mangle]
+pub unsafe extern "C" fn pylogsink_call_handle() -> *mut pylogsink::CallHandle {
+    match catch_unwind(pylogsink::Call::current) {
+        Ok(Some(handle)) => Box::into_raw(Box::new(handle)),
+        _ => std::ptr::null_mut(),
+    }
+}
+
+/// Frees a handle from `pylogsink_call_handle`; NULL is ignored.
+///
+/// # Safety
+///
+/// `handle` is NULL or came from `pylogsink_call_handle` and is not used
+/// after this.
+#[no_mangle]
+pub unsafe extern "C" fn pylogsink_handle_free(handle: *mut pylogsink::CallHandle) {
+    if !handle.is_null() {
+        // SAFETY: the pointer came from `Box::into_raw` in
+        // `pylogsink_call_handle` and is freed once (the caller's contract).
+        drop(unsafe { Box::from_raw(handle) });
+    }
+}
+
+/// Attaches this thread to the call of `handle` until `pylogsink_detach`,
+/// as `CallHandle::attach_thread`. NULL is ignored (and then so is the
+/// matching detach's effect: it ends the latest attach still in force).
+///
+/// # Safety
+///
+/// `handle` is NULL or a live handle from `pylogsink_call_handle`.
+#[no_mangle]
+pub unsafe extern "C" fn pylogsink_attach(handle: *const pylogsink::CallHandle) {
+    // SAFETY: NULL or a live handle, by the caller's contract.
+    if let Some(handle) = unsafe { handle.as_ref() } {
+        let _ = catch_unwind(AssertUnwindSafe(|| handle.attach_thread()));
+    }
+}
+
+/// Ends the latest `pylogsink_attach` on this thread.
+///
+/// # Safety
+///
+/// None: any thread, with or without the GIL.
+#[no_mangle]
+pub unsafe extern "C" fn pylogsink_detach() {
+    let _ = catch_unwind(pylogsink::detach_thread);
+}
+
 /// Sets an exception of `type` (NULL: RuntimeError) whose message is
 /// `text` followed by the Error lines of the current call, escaped with
 /// Python's `backslashreplace` rule; returns NULL, for `return

@@ -182,4 +182,4 @@ pub use filter::{filter, set_filter, FilterError, DEFAULT_FILTER};
 pub use level::Level;
 pub use record::Record;
 pub use sink::{emit, set_stall_wait, stall_wait, stats, Stats};
-pub use worker::{Call, CallHandle};
+pub use worker::{detach_thread, Call, CallHandle};

@@ -238,6 +238,8 @@ pub(crate) struct ThreadState {
     handed: Cell<bool>,
     /// The call of another thread that this one works for, if any.
     attached: RefCell<Option<CallHandle>>,
+    /// What `attached` was before each attach still in force.
+    attached_before: RefCell<Vec<Option<CallHandle>>>,
     /// This thread's id and OS name, once asked for.
     identity: RefCell<Option<(u64, Arc<str>)>>,
     /// True while this thread writes kept lines through `sys.stderr.write`.
@@ -292,6 +294,7 @@ impl ThreadState {
             calls: Cell::new(0),
             handed: Cell::new(false),
             attached: RefCell::new(None),
+            attached_before: RefCell::new(Vec::new()),
             writing_kept: Cell::new(false),
             identity: RefCell::new(None),
             avoid_python: Cell::new(None),
@@ -372,22 +375,28 @@ impl ThreadState {
         self.joined().attached
     }
 
-    /// Runs `f` attached to the call of `handle`.
-    pub fn attach<T>(&self, handle: &CallHandle, f: impl FnOnce() -> T) -> T {
-        struct Restore<'a>(&'a ThreadState, Option<CallHandle>);
-        impl Drop for Restore<'_> {
-            fn drop(&mut self) {
-                if let Ok(mut attached) = self.0.attached.try_borrow_mut() {
-                    *attached = self.1.take();
-                }
+    /// Attaches this thread to the call of `handle` until the matching
+    /// [`detach`](ThreadState::detach); pairs nest.
+    pub fn attach(&self, handle: &CallHandle) {
+        if let (Ok(mut attached), Ok(mut before)) = (
+            self.attached.try_borrow_mut(),
+            self.attached_before.try_borrow_mut(),
+        ) {
+            before.push(attached.replace(handle.clone()));
+        }
+    }
+
+    /// Ends the latest [`attach`](ThreadState::attach): the thread works
+    /// for the call it worked for before, if any. Unmatched, nothing.
+    pub fn detach(&self) {
+        if let (Ok(mut attached), Ok(mut before)) = (
+            self.attached.try_borrow_mut(),
+            self.attached_before.try_borrow_mut(),
+        ) {
+            if let Some(previous) = before.pop() {
+                *attached = previous;
             }
         }
-        let before = match self.attached.try_borrow_mut() {
-            Ok(mut attached) => attached.replace(handle.clone()),
-            Err(_) => None,
-        };
-        let _restore = Restore(self, before);
-        f()
     }
 
     /// Whether records for `logging` may wait for this thread's call.

@@ -65,18 +65,35 @@ impl CallHandle {
     /// changes nothing: the lines go as outside any call. A thread that is
     /// in a call of its own keeps that call's routing.
     pub fn attach<T>(&self, f: impl FnOnce() -> T) -> T {
-        let mut f = Some(f);
-        match THREAD.try_with(|t| t.attach(self, || (f.take().expect("runs once"))())) {
-            Ok(result) => result,
-            // The thread is being torn down: no state to attach.
-            Err(_) => (f.take().expect("not run yet"))(),
+        struct Detach;
+        impl Drop for Detach {
+            fn drop(&mut self) {
+                detach_thread();
+            }
         }
+        self.attach_thread();
+        let _detach = Detach;
+        f()
+    }
+
+    /// Attaches this thread to the call until [`detach_thread`], for code
+    /// that cannot pass a closure (the C ABI). Pairs nest, and must match
+    /// on the same thread.
+    pub fn attach_thread(&self) {
+        let _ = THREAD.try_with(|t| t.attach(self));
     }
 
     /// Whether the call is still in progress.
     pub fn is_live(&self) -> bool {
         self.shared.call.load(Ordering::Acquire) == self.call
     }
+}
+
+/// Ends the latest [`CallHandle::attach_thread`] on this thread: it works
+/// for the call it worked for before, if any. An unmatched one does
+/// nothing.
+pub fn detach_thread() {
+    let _ = THREAD.try_with(|t| t.detach());
 }
 
 impl std::fmt::Debug for CallHandle {

@@ -99,6 +99,23 @@ void pylogsink_call_enter(void);
    __context__ of the new one). */
 int pylogsink_call_exit(void);
 
+/* A call that worker threads can join (a thread pool's workers: what they
+   log then follows the call's routing, as the calling thread's own lines).
+   pylogsink_call_handle: on the calling thread, inside a call; NULL
+   outside any call. Any thread may use the handle; free it once with
+   pylogsink_handle_free (NULL is ignored). No GIL needed. */
+typedef struct pylogsink_handle pylogsink_handle;
+pylogsink_handle *pylogsink_call_handle(void);
+void pylogsink_handle_free(pylogsink_handle *handle);
+
+/* On a worker thread: from pylogsink_attach until the matching
+   pylogsink_detach on the same thread, what the thread logs goes where
+   the call's own lines go (to fd 2 at once, or kept and written when the
+   call returns). Once the call has returned, the worker's lines go as
+   outside any call: never lost. Pairs nest. Any lock, GIL or not. */
+void pylogsink_attach(const pylogsink_handle *handle);
+void pylogsink_detach(void);
+
 /* Sets an exception of type `type` (NULL: RuntimeError) whose message is
    text[0..len] followed by the Error lines logged during the current call,
    decoded as Python's bytes.decode("utf-8", "backslashreplace") does:
