@@ -43,6 +43,7 @@ fn record(message: &[u8]) -> Vec<u8> {
         file: FILE,
         line: LINE,
         message,
+        fields: None,
     };
     // No color: fd 2 is never a terminal here.
     format_record(&mut out, SystemTime::now(), &record, false);

@@ -107,8 +107,11 @@ impl Builder {
         self
     }
 
-    /// Installs pylogsink as the `log` crate's logger and puts the filter
-    /// in force: the variable's directives, else the default.
+    /// Installs pylogsink as the `log` crate's logger (and, with the
+    /// `tracing` feature, sets the global default `tracing` subscriber:
+    /// tracing-subscriber's registry with [`tracing::layer`](crate::tracing::layer))
+    /// and puts the filter in force: the variable's directives, else the
+    /// default.
     ///
     /// A bad default filter is an [`InitError`] and changes nothing. A bad
     /// value in the variable never is: the valid directives apply (the
@@ -117,10 +120,18 @@ impl Builder {
     ///
     /// Calling it again is harmless: it reads the variable again and puts
     /// the settings in force again. If another logger is installed for
-    /// `log`, it returns [`InitError::OtherLogger`] and changes nothing.
+    /// `log`, it returns [`InitError::OtherLogger`] and changes nothing;
+    /// if another global subscriber is set for `tracing`,
+    /// [`InitError::OtherSubscriber`], and changes nothing.
     pub fn init(self) -> Result<(), InitError> {
         let default = filter::parse_strict(&self.default_filter).map_err(InitError::Filter)?;
+        #[cfg(feature = "tracing")]
+        if crate::tracing::other_subscriber() {
+            return Err(InitError::OtherSubscriber);
+        }
         crate::logger::install().map_err(|()| InitError::OtherLogger)?;
+        #[cfg(feature = "tracing")]
+        crate::tracing::install().map_err(|()| InitError::OtherSubscriber)?;
         crate::logging::set_prefix(&self.logger_prefix);
         set_destination(self.destination);
         let (directives, source, warning) = filter::from_env(&self.env, default);
@@ -144,6 +155,7 @@ impl Builder {
                 file: file!(),
                 line: line!(),
                 message: warning.as_bytes(),
+                fields: None,
             });
         }
         Ok(())
@@ -163,6 +175,9 @@ pub enum InitError {
     OtherLogger,
     /// The builder's default filter is not valid.
     Filter(FilterError),
+    /// With the `tracing` feature: another global default subscriber was
+    /// set for `tracing` before.
+    OtherSubscriber,
 }
 
 impl fmt::Display for InitError {
@@ -173,6 +188,11 @@ impl fmt::Display for InitError {
                  pylogsink must be the one that installs it",
             ),
             InitError::Filter(err) => write!(f, "the default filter: {err}"),
+            InitError::OtherSubscriber => f.write_str(
+                "another global default subscriber is already set for `tracing`; \
+                 pylogsink must be the one that sets it (or add pylogsink::tracing::layer() \
+                 to that subscriber and build pylogsink without its `tracing` feature)",
+            ),
         }
     }
 }
@@ -180,7 +200,7 @@ impl fmt::Display for InitError {
 impl std::error::Error for InitError {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         match self {
-            InitError::OtherLogger => None,
+            InitError::OtherLogger | InitError::OtherSubscriber => None,
             InitError::Filter(err) => Some(err),
         }
     }

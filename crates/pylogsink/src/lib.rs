@@ -156,6 +156,7 @@ mod crash;
 mod destination;
 mod errors;
 pub mod fd;
+pub mod fields;
 mod filter;
 pub mod format;
 pub mod kept;
@@ -168,6 +169,8 @@ pub mod python;
 mod record;
 pub mod route;
 mod sink;
+#[cfg(feature = "tracing")]
+pub mod tracing;
 mod worker;
 
 pub use builder::{init, Builder, InitError, DEFAULT_ENV};
@@ -175,6 +178,7 @@ pub use call::call;
 pub use color::ColorChoice;
 pub use destination::{destination, set_destination, Destination};
 pub use errors::{error, ERRORS_CAP};
+pub use fields::{FieldValue, Fields};
 pub use filter::{filter, set_filter, FilterError, DEFAULT_FILTER};
 pub use level::Level;
 pub use record::Record;

@@ -88,6 +88,7 @@ pub fn emit(level: Level, target: &str, file: &str, line: u32, message: &[u8]) {
             file,
             line,
             message,
+            fields: None,
         });
     }
 }
