@@ -3,8 +3,9 @@
 //!
 //! ureq logs its requests through `log` at DEBUG under several module
 //! targets (`ureq::unit`, `ureq::stream`, `ureq::response`, `ureq::pool`),
-//! and tracing, with its `log` feature and no subscriber, logs its events
-//! and spans through `log` too. Neither asks pylogsink anything, so the
+//! and tracing's events and spans reach pylogsink's tracing layer, which
+//! `Builder::init` installs as the global subscriber (pylogsink's `tracing`
+//! feature). Neither asks pylogsink anything, so the
 //! tests run against this module prove that pylogsink's filter, set from
 //! `PYLOGSINK_TESTEXT_LOG` at import or with `set_log_filter` later, decides
 //! what reaches the user. `log_at` calls the logger without asking it first
@@ -120,6 +121,132 @@ fn tracing_work(py: Python<'_>, name: &str) -> PyResult<()> {
     })
 }
 
+/// Loads a "model" the way instrumented code does: `load` and `init` are
+/// `#[tracing::instrument]`ed (spans `load{path=..}` and `init{rows=..}`,
+/// target `testext::model`), and log events with fields inside them.
+#[pyfunction]
+fn traced_load(py: Python<'_>, path: &str, rows: u64) -> PyResult<usize> {
+    pylogsink::call(py, || Ok(load(path, rows)))
+}
+
+#[tracing::instrument(target = "testext::model", level = "info", skip(rows))]
+fn load(path: &str, rows: u64) -> usize {
+    tracing::warn!(target: "testext::model", path, "deprecated format");
+    init(rows)
+}
+
+#[tracing::instrument(target = "testext::model", level = "info")]
+fn init(rows: u64) -> usize {
+    tracing::info!(
+        target: "testext::model",
+        rows,
+        ratio = 0.5,
+        ok = true,
+        name = "a b",
+        "model ready"
+    );
+    tracing::debug!(target: "testext::model", "details");
+    rows as usize
+}
+
+/// Emits one tracing event (target `testext::fields`) at `level` with
+/// `message` and the fields `text` (a string), `raw` (bytes), `count` (an
+/// integer), `lineno` and `msg` (names a `LogRecord` has), inside a span
+/// `req{id=7}`.
+#[pyfunction]
+fn tracing_event(
+    py: Python<'_>,
+    level: &str,
+    message: &str,
+    text: &str,
+    raw: &[u8],
+) -> PyResult<()> {
+    let level = parse_level(level)?;
+    pylogsink::call(py, || {
+        let span = tracing::info_span!(target: "testext::fields", "req", id = 7);
+        let _entered = span.enter();
+        macro_rules! event {
+            ($level:expr) => {
+                tracing::event!(
+                    target: "testext::fields",
+                    $level,
+                    text,
+                    raw,
+                    count = 3u64,
+                    lineno = 1u64,
+                    msg = "clash",
+                    "{message}"
+                )
+            };
+        }
+        match level {
+            log::Level::Trace => event!(tracing::Level::TRACE),
+            log::Level::Debug => event!(tracing::Level::DEBUG),
+            log::Level::Info => event!(tracing::Level::INFO),
+            log::Level::Warn => event!(tracing::Level::WARN),
+            log::Level::Error => event!(tracing::Level::ERROR),
+        }
+        Ok(())
+    })
+}
+
+/// The backend lock that `tracing_threads`' threads log under.
+static BACKEND: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+/// `threads` native threads, attached to the call, each emit `events`
+/// Warn events (target `testext::pool`, inside a span `worker{t=..}`) while
+/// holding a backend lock, which the calling thread also takes for each of
+/// its own `events` events: with the GIL held (`detach` false) or released.
+/// A subscriber that took the GIL per event would deadlock here. Returns
+/// the events emitted.
+#[pyfunction]
+fn tracing_threads(py: Python<'_>, threads: usize, events: usize, detach: bool) -> PyResult<usize> {
+    pylogsink::call(py, || {
+        let call = pylogsink::Call::current().expect("inside a call");
+        let work = || {
+            std::thread::scope(|s| {
+                for t in 0..threads {
+                    let call = call.clone();
+                    s.spawn(move || {
+                        call.attach(|| {
+                            let span = tracing::info_span!(target: "testext::pool", "worker", t);
+                            let _entered = span.enter();
+                            for i in 0..events {
+                                let _held = BACKEND.lock().unwrap_or_else(|e| e.into_inner());
+                                tracing::warn!(target: "testext::pool", i, "worker event");
+                            }
+                        })
+                    });
+                }
+                for i in 0..events {
+                    let _held = BACKEND.lock().unwrap_or_else(|e| e.into_inner());
+                    tracing::warn!(target: "testext::pool", i, "caller event");
+                }
+            });
+            (threads + 1) * events
+        };
+        Ok(if detach { py.detach(work) } else { work() })
+    })
+}
+
+/// Logs one `log` record with key-values (target `testext::kv`, Warn):
+/// `rows`, `ratio`, `ok`, `text` (given), and `shape` (a `Debug` value).
+#[pyfunction]
+fn log_kv(py: Python<'_>, text: &str) -> PyResult<()> {
+    pylogsink::call(py, || {
+        log::warn!(
+            target: "testext::kv",
+            rows = 42u64,
+            ratio = 0.25,
+            ok = false,
+            text,
+            shape:? = (2, 3);
+            "table loaded"
+        );
+        Ok(())
+    })
+}
+
 /// Logs `message` at `level` ("trace" to "error") under `target`, handing
 /// the record straight to the logger.
 #[pyfunction]
@@ -179,6 +306,10 @@ fn _testext(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(http_get, m)?)?;
     m.add_function(wrap_pyfunction!(tracing_work, m)?)?;
     m.add_function(wrap_pyfunction!(log_at, m)?)?;
+    m.add_function(wrap_pyfunction!(traced_load, m)?)?;
+    m.add_function(wrap_pyfunction!(tracing_event, m)?)?;
+    m.add_function(wrap_pyfunction!(tracing_threads, m)?)?;
+    m.add_function(wrap_pyfunction!(log_kv, m)?)?;
     m.add_function(wrap_pyfunction!(log_enabled, m)?)?;
     Ok(())
 }
