@@ -34,6 +34,7 @@ pub struct Builder {
     destination: Destination,
     logger_prefix: String,
     crash_handler: bool,
+    tracing_subscriber: bool,
 }
 
 impl Default for Builder {
@@ -53,6 +54,7 @@ impl Builder {
             destination: Destination::Stderr,
             logger_prefix: String::new(),
             crash_handler: true,
+            tracing_subscriber: true,
         }
     }
 
@@ -107,6 +109,16 @@ impl Builder {
         self
     }
 
+    /// With the `tracing` feature: whether [`init`](Builder::init) sets the
+    /// global default `tracing` subscriber (yes, unless set). Say no when
+    /// the extension composes its own subscriber, with
+    /// [`tracing::layer`](crate::tracing::layer) among its layers.
+    #[cfg(feature = "tracing")]
+    pub fn tracing_subscriber(mut self, install: bool) -> Builder {
+        self.tracing_subscriber = install;
+        self
+    }
+
     /// Installs pylogsink as the `log` crate's logger (and, with the
     /// `tracing` feature, sets the global default `tracing` subscriber:
     /// tracing-subscriber's registry with [`tracing::layer`](crate::tracing::layer))
@@ -126,12 +138,14 @@ impl Builder {
     pub fn init(self) -> Result<(), InitError> {
         let default = filter::parse_strict(&self.default_filter).map_err(InitError::Filter)?;
         #[cfg(feature = "tracing")]
-        if crate::tracing::other_subscriber() {
+        if self.tracing_subscriber && crate::tracing::other_subscriber() {
             return Err(InitError::OtherSubscriber);
         }
         crate::logger::install().map_err(|()| InitError::OtherLogger)?;
         #[cfg(feature = "tracing")]
-        crate::tracing::install().map_err(|()| InitError::OtherSubscriber)?;
+        if self.tracing_subscriber {
+            crate::tracing::install().map_err(|()| InitError::OtherSubscriber)?;
+        }
         crate::logging::set_prefix(&self.logger_prefix);
         set_destination(self.destination);
         let (directives, source, warning) = filter::from_env(&self.env, default);
