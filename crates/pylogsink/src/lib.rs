@@ -70,6 +70,25 @@
 //! A call keeps at most its newest 64 KiB; one note, in place, counts what
 //! was left out. Lines still kept when Python exits go to fd 2.
 //!
+//! # tracing
+//!
+//! With the Cargo feature `tracing`, [`Builder::init`] also sets the global
+//! default `tracing` subscriber (tracing-subscriber's registry with
+//! `tracing::layer()`). Each event becomes one record: the span context as
+//! tracing-subscriber's fmt writes it, the message, then the fields as
+//! `key=value`, escaped so that no value forges a record ([`fields`]):
+//!
+//! ```text
+//! [2026-12-03T08:01:47.351241Z INFO  testext::model lib.rs:140] load{path="model.pte"}:init{rows=42}: model ready rows=42 ratio=0.5 ok=true name="a b"
+//! ```
+//!
+//! The directives filter events and spans by target and level, and tracing
+//! disables the callsites they drop. `log`'s key-values render the same
+//! way. With the `logging` destination, fields become attributes of the
+//! `LogRecord` (`int`, `float`, `bool` or `str`; a name the record already
+//! has gets the prefix `field_`), and the span context is the attribute
+//! `span`.
+//!
 //! # Python's `logging` as the destination
 //!
 //! With [`Destination::Logging`] (on the [`Builder`], or at run time with
