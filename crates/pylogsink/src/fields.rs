@@ -20,7 +20,7 @@
 //!
 //! [`Record::fields`]: crate::Record::fields
 
-use crate::format::escape_into;
+use crate::format::{escape_into, push_decimal};
 use std::fmt;
 use std::io::Write as _;
 
@@ -203,7 +203,15 @@ pub fn push_suffix(out: &mut Vec<u8>, fields: &Fields) {
 pub fn push_value(out: &mut Vec<u8>, value: FieldValue<'_>) {
     match value {
         FieldValue::Int(n) => {
-            let _ = write!(out, "{n}");
+            if n < 0 {
+                out.push(b'-');
+            }
+            match u64::try_from(n.unsigned_abs()) {
+                Ok(n) => push_decimal(out, n, 1),
+                Err(_) => {
+                    let _ = write!(out, "{}", n.unsigned_abs());
+                }
+            }
         }
         FieldValue::Float(x) => {
             let _ = write!(out, "{x:?}");
@@ -337,13 +345,14 @@ mod tests {
             .extend_from_slice(b"load{path=\"model.pte\"}:init");
         f.push_int("rows", 42u64);
         f.push_int("delta", -3i64);
+        f.push_int("zero", 0u8);
         f.push_float("ratio", 0.5);
         f.push_float("whole", 2.0);
         f.push_bool("ok", true);
         f.push_str("name", b"plain");
         assert_eq!(
             rendered(&f, b"loaded"),
-            "load{path=\"model.pte\"}:init: loaded rows=42 delta=-3 ratio=0.5 whole=2.0 ok=true name=plain"
+            "load{path=\"model.pte\"}:init: loaded rows=42 delta=-3 zero=0 ratio=0.5 whole=2.0 ok=true name=plain"
         );
     }
 
@@ -394,6 +403,18 @@ mod tests {
         assert_eq!(
             rendered(&f, b"m"),
             "m path=\"model.pte\" shape=\"Shape { w: 3 }\" id=7 err=\"no such file\""
+        );
+    }
+
+    #[test]
+    fn integers_of_every_width() {
+        let mut f = Fields::new();
+        f.push_int("a", i128::MIN);
+        f.push_int("b", u64::MAX);
+        f.push_int("c", i64::MIN);
+        assert_eq!(
+            rendered(&f, b"m"),
+            format!("m a={} b={} c={}", i128::MIN, u64::MAX, i64::MIN)
         );
     }
 

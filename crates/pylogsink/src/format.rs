@@ -152,7 +152,7 @@ fn push_hex_escape(out: &mut Vec<u8>, b: u8) {
 }
 
 /// Appends `n` in decimal, zero-padded to at least `width` digits.
-fn push_decimal(out: &mut Vec<u8>, mut n: u64, width: usize) {
+pub(crate) fn push_decimal(out: &mut Vec<u8>, mut n: u64, width: usize) {
     let mut digits = [0u8; 20];
     let mut i = digits.len();
     while n > 0 || digits.len() - i < width {
