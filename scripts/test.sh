@@ -7,6 +7,7 @@ cd "$(dirname "$0")/.."
 echo "== cargo fmt, clippy, test"
 cargo fmt --all -- --check
 cargo clippy --all-targets --all-features -- -D warnings
+cargo clippy -p pylogsink --all-targets -- -D warnings   # without the tracing feature
 cargo test --workspace --all-features
 
 echo "== build the wheels (pylogsink, and the test extension in tests/ext)"

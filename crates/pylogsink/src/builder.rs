@@ -34,6 +34,8 @@ pub struct Builder {
     destination: Destination,
     logger_prefix: String,
     crash_handler: bool,
+    /// Read only with the `tracing` feature.
+    #[cfg_attr(not(feature = "tracing"), allow(dead_code))]
     tracing_subscriber: bool,
 }
 
