@@ -2,7 +2,9 @@
 and fields.rs), and ``log``'s key-values: events become records with their
 span context and fields, the filter applies to them, nothing deadlocks,
 and no field value can forge a record. Through the test extension
-(tests/ext), whose ``Builder::init`` installs the global subscriber.
+(tests/ext), whose ``Builder::init`` installs the global subscriber: our
+own instrumented code, and h2, a real crate that logs through tracing on
+its own, against an HTTP/2 server in a child process.
 """
 
 from __future__ import annotations
@@ -12,6 +14,9 @@ import io
 import logging
 import os
 import re
+import select
+import subprocess
+import sys
 import textwrap
 from collections.abc import Iterator
 from pathlib import Path
@@ -304,3 +309,90 @@ def test_tracing_in_a_child_with_the_logging_destination_from_the_builder() -> N
         f"testext.model|INFO|{READY.message}|{INIT}",
     ]
     assert re.sub(r"\s", "", done.stderr) == ""
+
+
+# h2, which logs through tracing on its own: each frame sent and received
+# at DEBUG (field `frame`, written by Debug), inside its `Connection{peer=..}`
+# span, under h2's module targets.
+
+H2_HEADERS = Record(
+    "DEBUG",
+    "h2::codec::framed_write",
+    'Connection{peer=Client}: send frame="Headers { stream_id: StreamId(1), flags: (0x5: END_HEADERS | END_STREAM) }"',
+)
+H2_DATA = Record(
+    "DEBUG",
+    "h2::codec::framed_read",
+    'Connection{peer=Client}: received frame="Data { stream_id: StreamId(1), flags: (0x1: END_STREAM) }"',
+)
+
+
+@pytest.fixture(scope="module")
+def h2_port() -> Iterator[int]:
+    """The port of an HTTP/2 server (h2, in the test extension) running in a
+    child process on 127.0.0.1."""
+    child = subprocess.Popen(
+        [sys.executable, "-c", "import pylogsink_testext as t; t.h2_serve()"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+        env=child_env(PYLOGSINK_TESTEXT_LOG="off"),
+    )
+    try:
+        ready, _, _ = select.select([child.stdout], [], [], 30)
+        assert ready, "the HTTP/2 server printed no port within 30 s"
+        assert child.stdout is not None
+        yield int(child.stdout.readline())
+    finally:
+        child.terminate()
+        child.wait(timeout=10)
+
+
+def test_h2_logs_nothing_by_default(h2_port: int) -> None:
+    out, recs = run(f"print(*t.h2_get({h2_port}, '/', False))", log=None)
+    assert out.split() == ["200", "3"]
+    assert recs == [], show(recs)
+
+
+@pytest.mark.parametrize("detach", [False, True], ids=["gil-held", "gil-released"])
+def test_h2_debug_records_carry_its_spans_and_fields(h2_port: int, detach: bool) -> None:
+    out, recs = run(f"print(*t.h2_get({h2_port}, '/', {detach!r}))", log="h2=debug")
+    assert out.split() == ["200", "3"]
+    assert len(recs) >= 8, show(recs)
+    assert all(r.level == "DEBUG" and r.target.startswith("h2::") for r in recs), show(recs)
+    assert H2_HEADERS in recs and H2_DATA in recs, show(recs)
+    assert len([r for r in recs if r.message.startswith("Connection{peer=Client}: ")]) >= 6, show(recs)
+
+
+def test_h2_per_target_directives(h2_port: int) -> None:
+    _, recs = run(f"t.h2_get({h2_port}, '/', False)", log="warn,h2::codec::framed_read=debug")
+    assert len(recs) >= 3, show(recs)
+    assert {r.target for r in recs} == {"h2::codec::framed_read"}, show(recs)
+    _, recs = run(f"t.h2_get({h2_port}, '/', False)", log="h2=debug,h2::codec=off")
+    assert recs and not [r for r in recs if r.target.startswith("h2::codec")], show(recs)
+
+
+def test_h2_records_in_capsys_follow_set_log_filter(
+    h2_port: int, capsys: pytest.CaptureFixture[str], filter_restored: None
+) -> None:
+    testext.set_log_filter("warn,h2=debug")
+    assert testext.h2_get(h2_port, "/missing", False) == (404, 3)
+    recs = parse(capsys.readouterr().err)
+    assert H2_HEADERS in recs, show(recs)
+    assert all(r.target.startswith("h2::") for r in recs), show(recs)
+    testext.set_log_filter("warn")
+    assert testext.h2_get(h2_port, "/", True) == (200, 3)
+    recs = parse(capsys.readouterr().err)
+    assert recs == [], show(recs)
+
+
+def test_h2_fields_reach_logging_as_attributes(h2_port: int, caplog: pytest.LogCaptureFixture, ext: None) -> None:
+    caplog.set_level(logging.DEBUG, logger="h2")
+    testext.h2_get(h2_port, "/", False)
+    sent = of(caplog, "h2.codec.framed_write")
+    headers = [r for r in sent if r.frame.startswith("Headers")]  # type: ignore[attr-defined]
+    assert len(headers) == 1, [r.getMessage() for r in sent]
+    (got,) = headers
+    assert got.frame == "Headers { stream_id: StreamId(1), flags: (0x5: END_HEADERS | END_STREAM) }"  # type: ignore[attr-defined]
+    assert got.span == "Connection{peer=Client}"  # type: ignore[attr-defined]
+    assert got.getMessage() == H2_HEADERS.message

@@ -247,6 +247,90 @@ fn log_kv(py: Python<'_>, text: &str) -> PyResult<()> {
     })
 }
 
+/// Serves HTTP/2 (prior knowledge, no TLS) on 127.0.0.1 until the process
+/// is killed: prints the port on stdout, then answers every request with
+/// 200 and the body "ok\n" (404 for any path but "/"). For a child process.
+#[pyfunction]
+fn h2_serve(py: Python<'_>) -> PyResult<()> {
+    py.detach(|| -> std::io::Result<()> {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()?;
+        runtime.block_on(async {
+            let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+            {
+                use std::io::Write as _;
+                let mut out = std::io::stdout();
+                writeln!(out, "{}", listener.local_addr()?.port())?;
+                out.flush()?;
+            }
+            loop {
+                let (socket, _) = listener.accept().await?;
+                tokio::spawn(async move {
+                    let _ = h2_connection(socket).await;
+                });
+            }
+        })
+    })
+    .map_err(|e| PyRuntimeError::new_err(e.to_string()))
+}
+
+async fn h2_connection(socket: tokio::net::TcpStream) -> Result<(), h2::Error> {
+    let mut connection = h2::server::handshake(socket).await?;
+    while let Some(request) = connection.accept().await {
+        let (request, mut respond) = request?;
+        let status = if request.uri().path() == "/" { 200 } else { 404 };
+        let response = http::Response::builder()
+            .status(status)
+            .body(())
+            .expect("a valid response");
+        let mut body = respond.send_response(response, false)?;
+        body.send_data(bytes::Bytes::from_static(b"ok\n"), true)?;
+    }
+    Ok(())
+}
+
+/// A GET of `path` over HTTP/2 with h2 (on a current-thread tokio runtime,
+/// so h2 logs on the calling thread, in the call) to 127.0.0.1:`port`;
+/// the GIL released during it with `detach`, else held. Returns the
+/// status and the body's length.
+#[pyfunction]
+fn h2_get(py: Python<'_>, port: u16, path: &str, detach: bool) -> PyResult<(u16, usize)> {
+    let get = || -> Result<(u16, usize), Box<dyn std::error::Error + Send + Sync>> {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()?;
+        runtime.block_on(async {
+            let socket = tokio::net::TcpStream::connect(("127.0.0.1", port)).await?;
+            let (client, connection) = h2::client::handshake(socket).await?;
+            let driver = tokio::spawn(async move {
+                let _ = connection.await;
+            });
+            let mut client = client.ready().await?;
+            let request = http::Request::builder()
+                .uri(format!("http://127.0.0.1:{port}{path}"))
+                .body(())?;
+            let (response, _) = client.send_request(request, true)?;
+            let response = response.await?;
+            let status = response.status().as_u16();
+            let mut body = response.into_body();
+            let mut length = 0;
+            while let Some(chunk) = body.data().await {
+                let chunk = chunk?;
+                length += chunk.len();
+                body.flow_control().release_capacity(chunk.len())?;
+            }
+            drop(client);
+            driver.abort();
+            Ok((status, length))
+        })
+    };
+    pylogsink::call(py, || {
+        let got = if detach { py.detach(get) } else { get() };
+        got.map_err(|e| PyRuntimeError::new_err(format!("h2_get {port}{path}: {e}")))
+    })
+}
+
 /// Logs `message` at `level` ("trace" to "error") under `target`, handing
 /// the record straight to the logger.
 #[pyfunction]
@@ -310,6 +394,8 @@ fn _testext(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(tracing_event, m)?)?;
     m.add_function(wrap_pyfunction!(tracing_threads, m)?)?;
     m.add_function(wrap_pyfunction!(log_kv, m)?)?;
+    m.add_function(wrap_pyfunction!(h2_serve, m)?)?;
+    m.add_function(wrap_pyfunction!(h2_get, m)?)?;
     m.add_function(wrap_pyfunction!(log_enabled, m)?)?;
     Ok(())
 }

@@ -5,6 +5,8 @@ at import, ``set_log_filter`` later), and ``pool_get``: threads sharing one
 ureq connection pool, whose mutex ureq logs under."""
 
 from pylogsink_testext._testext import (
+    h2_get,
+    h2_serve,
     http_get,
     log_at,
     log_destination,
@@ -23,6 +25,8 @@ from pylogsink_testext._testext import (
 )
 
 __all__ = [
+    "h2_get",
+    "h2_serve",
     "http_get",
     "log_at",
     "log_destination",

@@ -55,3 +55,9 @@ def tracing_threads(threads: int, events: int, detach: bool) -> int:
 
 def log_kv(text: str) -> None:
     """A log::warn! (target testext::kv) with key-values rows, ratio, ok, text, shape."""
+
+def h2_serve() -> None:
+    """Serves HTTP/2 (prior knowledge) on 127.0.0.1 until killed; prints the port first."""
+
+def h2_get(port: int, path: str, detach: bool) -> tuple[int, int]:
+    """A GET over HTTP/2 with h2 (which logs through tracing); the status and body length."""
