@@ -396,3 +396,15 @@ def test_h2_fields_reach_logging_as_attributes(h2_port: int, caplog: pytest.LogC
     assert got.frame == "Headers { stream_id: StreamId(1), flags: (0x5: END_HEADERS | END_STREAM) }"  # type: ignore[attr-defined]
     assert got.span == "Connection{peer=Client}"  # type: ignore[attr-defined]
     assert got.getMessage() == H2_HEADERS.message
+
+
+def test_an_exception_carries_an_error_events_span_and_fields(
+    capsys: pytest.CaptureFixture[str], filter_restored: None
+) -> None:
+    testext.set_log_filter("warn")
+    with pytest.raises(RuntimeError) as raised:
+        testext.tracing_error("model.pte")
+    assert str(raised.value) == (
+        "open failed\nErrors logged during the call:\n" '  open{path="model.pte"}: invalid program code=35'
+    )
+    capsys.readouterr()

@@ -190,6 +190,18 @@ fn tracing_event(
     })
 }
 
+/// Fails the way instrumented code does: an Error event with a field
+/// inside a span `open{path=..}`, then an exception that carries it.
+#[pyfunction]
+fn tracing_error(py: Python<'_>, path: &str) -> PyResult<()> {
+    pylogsink::call(py, || {
+        let span = tracing::error_span!(target: "testext::model", "open", path);
+        let _entered = span.enter();
+        tracing::error!(target: "testext::model", code = 35, "invalid program");
+        Err(pylogsink::error::<PyRuntimeError>("open failed"))
+    })
+}
+
 /// The backend lock that `tracing_threads`' threads log under.
 static BACKEND: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
@@ -279,7 +291,11 @@ async fn h2_connection(socket: tokio::net::TcpStream) -> Result<(), h2::Error> {
     let mut connection = h2::server::handshake(socket).await?;
     while let Some(request) = connection.accept().await {
         let (request, mut respond) = request?;
-        let status = if request.uri().path() == "/" { 200 } else { 404 };
+        let status = if request.uri().path() == "/" {
+            200
+        } else {
+            404
+        };
         let response = http::Response::builder()
             .status(status)
             .body(())
@@ -393,6 +409,7 @@ fn _testext(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(traced_load, m)?)?;
     m.add_function(wrap_pyfunction!(tracing_event, m)?)?;
     m.add_function(wrap_pyfunction!(tracing_threads, m)?)?;
+    m.add_function(wrap_pyfunction!(tracing_error, m)?)?;
     m.add_function(wrap_pyfunction!(log_kv, m)?)?;
     m.add_function(wrap_pyfunction!(h2_serve, m)?)?;
     m.add_function(wrap_pyfunction!(h2_get, m)?)?;

@@ -61,3 +61,6 @@ def h2_serve() -> None:
 
 def h2_get(port: int, path: str, detach: bool) -> tuple[int, int]:
     """A GET over HTTP/2 with h2 (which logs through tracing); the status and body length."""
+
+def tracing_error(path: str) -> None:
+    """Raises RuntimeError("open failed") after an Error event (code=35) in a span open{path=..}."""
