@@ -123,7 +123,7 @@ impl Builder {
 
     /// Installs pylogsink as the `log` crate's logger (and, with the
     /// `tracing` feature, sets the global default `tracing` subscriber:
-    /// tracing-subscriber's registry with [`tracing::layer`](crate::tracing::layer))
+    /// tracing-subscriber's registry with `pylogsink::tracing::layer()`)
     /// and puts the filter in force: the variable's directives, else the
     /// default.
     ///
