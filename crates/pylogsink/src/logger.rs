@@ -200,3 +200,45 @@ pub(crate) fn follow_max_level() {
 fn levelno_of(level: log::Level) -> i32 {
     crate::pylevels::levelno(Level::from(level))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::fields::FieldValue;
+
+    #[test]
+    fn key_values_become_typed_fields() {
+        let pairs: [(&str, Value<'_>); 6] = [
+            ("rows", Value::from(42u64)),
+            ("delta", Value::from(-1i64)),
+            ("ratio", Value::from(0.5f64)),
+            ("ok", Value::from(true)),
+            ("name", Value::from("a b")),
+            ("shape", Value::from_debug(&(2, 3))),
+        ];
+        let record = log::Record::builder()
+            .args(format_args!("loaded"))
+            .key_values(&pairs)
+            .build();
+        let mut fields = Fields::new();
+        record.key_values().visit(&mut Pairs(&mut fields)).unwrap();
+        let got: Vec<_> = fields.iter().collect();
+        assert_eq!(
+            got,
+            [
+                (&b"rows"[..], FieldValue::Int(42)),
+                (b"delta", FieldValue::Int(-1)),
+                (b"ratio", FieldValue::Float(0.5)),
+                (b"ok", FieldValue::Bool(true)),
+                (b"name", FieldValue::Str(b"a b")),
+                (b"shape", FieldValue::Debug(b"(2, 3)")),
+            ]
+        );
+    }
+
+    #[test]
+    fn a_record_without_key_values_has_none() {
+        let record = log::Record::builder().args(format_args!("m")).build();
+        assert_eq!(record.key_values().count(), 0);
+    }
+}
