@@ -21,8 +21,8 @@ use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::PyString;
 use std::sync::{Barrier, LazyLock};
-use tracing_subscriber::layer::SubscriberExt as _;
 use std::time::{Instant, SystemTime};
+use tracing_subscriber::layer::SubscriberExt as _;
 
 /// The target and source location every benchmark record carries.
 const TARGET: &str = "myruntime::backend";
@@ -134,7 +134,10 @@ static TRACING: LazyLock<[tracing::Dispatch; 2]> = LazyLock::new(|| {
             .with_writer(std::io::stderr)
             .with_ansi(false),
     );
-    [tracing::Dispatch::new(pylogsink), tracing::Dispatch::new(fmt)]
+    [
+        tracing::Dispatch::new(pylogsink),
+        tracing::Dispatch::new(fmt),
+    ]
 });
 
 /// The two fields every benchmark event carries, as pylogsink writes them.
