@@ -115,6 +115,7 @@ KEPT_CAP = 64 * 1024
 # Work per measurement: (quick, full).
 BUDGET = {
     "direct": {"rounds": (5, 11), "n": (40_000, 200_000)},
+    "tracing": {"rounds": (5, 11), "n": (40_000, 200_000)},
     "kept": {"rounds": (300, 2000), "lines": 600, "over_cap_lines": 6000},
     "overhead": {"rounds": (9, 31), "number": (100_000, 1_000_000)},
     "sinks": {"rounds": (3, 7), "n": (60_000, 300_000)},
@@ -164,6 +165,22 @@ def child_direct(p, b):
             },
         )
         lines += 3000 + 3 * n * p["rounds"]
+    return {"ns_per_line": out, "lines": lines}
+
+
+def child_tracing(p, b):
+    out, lines = {}, 0
+    for size in (100, 1000):
+        n = p["n"] * 100 // size
+        b.tracing_lines(1000, size, "pylogsink"), b.tracing_lines(1000, size, "fmt")
+        out[size] = interleaved(
+            p["rounds"],
+            {
+                "pylogsink": lambda: b.tracing_lines(n, size, "pylogsink") / n,
+                "fmt": lambda: b.tracing_lines(n, size, "fmt") / n,
+            },
+        )
+        lines += 2000 + 2 * n * p["rounds"]
     return {"ns_per_line": out, "lines": lines}
 
 
@@ -502,6 +519,19 @@ def measure(quick, say):
             target(f"direct / bare write, {size} B, {fd2}", ratio, "<=", 1.25, "x")
         fig["direct"][fd2] = r
 
+    say("tracing events: pylogsink's layer against tracing-subscriber's fmt")
+    p = pick(BUDGET["tracing"], quick)
+    fig["tracing"] = {}
+    for fd2 in ("null", "file", "pipe"):
+        r = run_child({"task": "tracing", **p}, fd2)
+        if fd2 == "pipe":
+            r["whole"] = r["drained"]["lines"] == r["lines"] and r["drained"]["bad"] == 0
+        for size, f in r["ns_per_line"].items():
+            ratio = median_ratio(f["pylogsink"], f["fmt"])
+            r[f"ratio_{size}"] = ratio
+            target(f"tracing event, pylogsink / fmt, {size} B, {fd2}", ratio, "<=", 0.5, "x")
+        fig["tracing"][fd2] = r
+
     say("kept lines")
     p = pick(BUDGET["kept"], quick)
     k = run_child({"task": "kept", **p}, "null")
@@ -743,6 +773,19 @@ def report(m, fig, targets, quick):
             f"    root at {root_level:<8} pylogsink {ns['pylogsink']:.1f} ({low['pylogsink']:.1f}), pyo3-log "
             f"{ns['pyo3-log']:.1f} ({low['pyo3-log']:.1f}): {r['ratio']:.1f}x  ({why[root_level]})"
         )
+    lines += [
+        "",
+        "11. tracing event with two fields (rows=42, path=\"model.pte\") at Info, in a call, ns per event",
+        "  (median of rounds): pylogsink's layer against tracing-subscriber's fmt layer (no color, stderr);",
+        "  size is pylogsink's record; fmt writes the same message and fields in its own layout",
+        f"  {'fd 2':<10}{'size':>6}{'pylogsink':>11}{'fmt':>8}{'pylogsink/fmt':>15}",
+    ]
+    for fd2, r in fig["tracing"].items():
+        for size, f in r["ns_per_line"].items():
+            med = {k: statistics.median(v) for k, v in f.items()}
+            lines.append(
+                f"  {fd2:<10}{size + ' B':>6}{med['pylogsink']:>11.0f}{med['fmt']:>8.0f}{r[f'ratio_{size}']:>14.2f}x"
+            )
     lines += ["", "Targets (SPEC)", f"  {'figure':<44}{'measured':>12}  {'target':<13} met"]
     for t in targets:
         limit = t["op"] + " " + fmt_num(t["limit"], t["unit"])

@@ -6,8 +6,9 @@ cd "$(dirname "$0")/.."
 
 echo "== cargo fmt, clippy, test"
 cargo fmt --all -- --check
-cargo clippy --all-targets -- -D warnings
-cargo test --workspace
+cargo clippy --all-targets --all-features -- -D warnings
+cargo clippy -p pylogsink --all-targets -- -D warnings   # without the tracing feature
+cargo test --workspace --all-features
 
 echo "== build the wheels (pylogsink with its C library, and the test extension in tests/ext)"
 python3 -m pip install -q --disable-pip-version-check "maturin>=1.8,<2"

@@ -1,6 +1,6 @@
 """The filter, checked with real crates that log on their own: ureq's
-requests to a real HTTP server, and tracing's events and spans through its
-``log`` feature with no subscriber (the test extension, tests/ext).
+requests to a real HTTP server, and tracing's events and spans through
+pylogsink's tracing layer (the test extension, tests/ext).
 
 The filter is read from ``PYLOGSINK_TESTEXT_LOG`` at import, so most
 scenarios run in a child process with the variable set or unset there.
@@ -210,10 +210,11 @@ def test_a_partly_bad_env_value_applies_the_valid_part() -> None:
     assert len(recs) == 2, show(recs)
 
 
-# tracing with its log feature and no subscriber: events under their own
-# target, spans' enter and exit under tracing::span::active and their close
-# under tracing::span, at TRACE; a span created with fields logs them under
-# its own target (the module path, `_testext`) at its own level.
+# tracing, through pylogsink's layer (the global subscriber the test
+# extension's Builder::init sets): events under their own target, each with
+# the span context it is in (the span `load`, at INFO under the module path
+# `_testext`), when the filter lets that span through; entering, leaving
+# and closing spans make no records. (test_tracing.py tests the layer.)
 
 EVENTS = [
     Record("TRACE", "testext::work", "opening model.pte"),
@@ -223,8 +224,8 @@ EVENTS = [
 ]
 
 
-def tracing_span_records(recs: list[Record]) -> list[Record]:
-    return under(recs, "tracing::span")
+def in_span(recs: list[Record], span: str = 'load{path="model.pte"}') -> list[Record]:
+    return [Record(r.level, r.target, f"{span}: {r.message}") for r in recs]
 
 
 def test_tracing_by_default_only_the_warning_event() -> None:
@@ -232,25 +233,21 @@ def test_tracing_by_default_only_the_warning_event() -> None:
     assert recs == EVENTS[3:], show(recs)
 
 
-def test_tracing_at_trace_shows_span_and_event_records() -> None:
+def test_tracing_at_trace_shows_events_in_their_span_and_no_span_records() -> None:
     _, recs = run("t.tracing_work('model.pte')", log="trace")
-    spans = tracing_span_records(recs)
-    assert [r for r in recs if r.target == "testext::work"] == EVENTS, show(recs)
-    assert spans == [
-        Record("TRACE", "tracing::span::active", "-> load;"),
-        Record("TRACE", "tracing::span::active", "<- load;"),
-        Record("TRACE", "tracing::span", "-- load;"),
-    ], show(recs)
-    created = [r for r in recs if r.target == "_testext"]
-    assert created == [Record("INFO", "_testext", 'load; path="model.pte"')], show(recs)
-    assert len(recs) == len(EVENTS) + len(spans) + 1, show(recs)
-
-
-def test_tracing_span_records_can_be_turned_off() -> None:
-    _, recs = run("t.tracing_work('model.pte')", log="trace,tracing::span=off")
+    assert recs == in_span(EVENTS), show(recs)
     assert tracing_span_records(recs) == [], show(recs)
-    assert [r for r in recs if r.target == "testext::work"] == EVENTS, show(recs)
-    assert len(recs) == len(EVENTS) + 1, show(recs)
+
+
+def tracing_span_records(recs: list[Record]) -> list[Record]:
+    return under(recs, "tracing::span") + under(recs, "_testext")
+
+
+def test_tracing_a_span_the_filter_drops_leaves_the_events_without_context() -> None:
+    _, recs = run("t.tracing_work('model.pte')", log="trace,_testext=off")
+    assert recs == EVENTS, show(recs)
+    _, recs = run("t.tracing_work('model.pte')", log="warn,_testext=info,testext::work=debug")
+    assert recs == in_span(EVENTS[1:]), show(recs)
 
 
 def test_log_enabled_follows_the_directives_per_target() -> None:

@@ -20,8 +20,9 @@ use pylogsink::{emit, Destination, Level, Record};
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::PyString;
-use std::sync::Barrier;
+use std::sync::{Barrier, LazyLock};
 use std::time::{Instant, SystemTime};
+use tracing_subscriber::layer::SubscriberExt as _;
 
 /// The target and source location every benchmark record carries.
 const TARGET: &str = "myruntime::backend";
@@ -43,6 +44,7 @@ fn record(message: &[u8]) -> Vec<u8> {
         file: FILE,
         line: LINE,
         message,
+        fields: None,
     };
     // No color: fd 2 is never a terminal here.
     format_record(&mut out, SystemTime::now(), &record, false);
@@ -120,6 +122,55 @@ fn direct_lines(py: Python<'_>, n: u64, size: usize) -> PyResult<u64> {
         loop_emit(n, Level::Info, TARGET, &message);
         Ok(nanos(start))
     })
+}
+
+/// The subscribers a tracing event goes through: the registry with
+/// pylogsink's layer, or with tracing-subscriber's fmt layer writing to
+/// stderr (no color: fd 2 is never a terminal here).
+static TRACING: LazyLock<[tracing::Dispatch; 2]> = LazyLock::new(|| {
+    let pylogsink = tracing_subscriber::registry().with(pylogsink::tracing::layer());
+    let fmt = tracing_subscriber::registry().with(
+        tracing_subscriber::fmt::layer()
+            .with_writer(std::io::stderr)
+            .with_ansi(false),
+    );
+    [
+        tracing::Dispatch::new(pylogsink),
+        tracing::Dispatch::new(fmt),
+    ]
+});
+
+/// The two fields every benchmark event carries, as pylogsink writes them.
+const TRACING_FIELDS: &str = " rows=42 path=model.pte";
+
+/// `n` tracing events at Info with two fields (`rows=42`,
+/// `path="model.pte"`) and a message that makes pylogsink's record `size`
+/// bytes, through `which` ("pylogsink": its layer, inside one call; "fmt":
+/// tracing-subscriber's fmt layer), each a subscriber of its own, set as
+/// the thread's default for the loop.
+#[pyfunction]
+fn tracing_lines(py: Python<'_>, n: u64, size: usize, which: &str) -> PyResult<u64> {
+    let message = message_for(size)?;
+    let message = String::from_utf8(message[TRACING_FIELDS.len()..].to_vec()).expect("ASCII");
+    let dispatch = match which {
+        "pylogsink" => &TRACING[0],
+        "fmt" => &TRACING[1],
+        _ => return Err(PyValueError::new_err(format!("unknown layer {which:?}"))),
+    };
+    pylogsink::call(py, || {
+        Ok(tracing::dispatcher::with_default(dispatch, || {
+            let start = Instant::now();
+            loop_tracing(n, &message);
+            nanos(start)
+        }))
+    })
+}
+
+#[inline(never)]
+fn loop_tracing(n: u64, message: &str) {
+    for _ in 0..n {
+        tracing::info!(target: "myruntime::backend", rows = 42, path = "model.pte", "{message}");
+    }
 }
 
 /// `pylogsink::set_filter`, its error as Python's.
@@ -441,6 +492,7 @@ fn pylogsink_bench(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(bare_write, m)?)?;
     m.add_function(wrap_pyfunction!(format_write, m)?)?;
     m.add_function(wrap_pyfunction!(direct_lines, m)?)?;
+    m.add_function(wrap_pyfunction!(tracing_lines, m)?)?;
     m.add_function(wrap_pyfunction!(filtered_lines, m)?)?;
     m.add_function(wrap_pyfunction!(set_destination, m)?)?;
     m.add_function(wrap_pyfunction!(logging_calls, m)?)?;

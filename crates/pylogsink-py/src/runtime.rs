@@ -36,6 +36,7 @@ fn rt_log(level: Level, file: &'static str, line: u32, message: &[u8]) {
         file,
         line,
         message,
+        fields: None,
     };
     if sink == "naive" {
         naive::emit(&record);
@@ -164,6 +165,7 @@ fn log_numbered(level: Level, count: usize, size: usize) -> usize {
         file,
         line,
         message: b"",
+        fields: None,
     };
     pylogsink::format::format_record(&mut empty, std::time::SystemTime::now(), &record, false);
     let mut total = 0;

@@ -34,6 +34,9 @@ pub struct Builder {
     destination: Destination,
     logger_prefix: String,
     crash_handler: bool,
+    /// Read only with the `tracing` feature.
+    #[cfg_attr(not(feature = "tracing"), allow(dead_code))]
+    tracing_subscriber: bool,
 }
 
 impl Default for Builder {
@@ -53,6 +56,7 @@ impl Builder {
             destination: Destination::Stderr,
             logger_prefix: String::new(),
             crash_handler: true,
+            tracing_subscriber: true,
         }
     }
 
@@ -107,8 +111,21 @@ impl Builder {
         self
     }
 
-    /// Installs pylogsink as the `log` crate's logger and puts the filter
-    /// in force: the variable's directives, else the default.
+    /// With the `tracing` feature: whether [`init`](Builder::init) sets the
+    /// global default `tracing` subscriber (yes, unless set). Say no when
+    /// the extension composes its own subscriber, with
+    /// [`tracing::layer`](crate::tracing::layer) among its layers.
+    #[cfg(feature = "tracing")]
+    pub fn tracing_subscriber(mut self, install: bool) -> Builder {
+        self.tracing_subscriber = install;
+        self
+    }
+
+    /// Installs pylogsink as the `log` crate's logger (and, with the
+    /// `tracing` feature, sets the global default `tracing` subscriber:
+    /// tracing-subscriber's registry with `pylogsink::tracing::layer()`)
+    /// and puts the filter in force: the variable's directives, else the
+    /// default.
     ///
     /// A bad default filter is an [`InitError`] and changes nothing. A bad
     /// value in the variable never is: the valid directives apply (the
@@ -117,10 +134,20 @@ impl Builder {
     ///
     /// Calling it again is harmless: it reads the variable again and puts
     /// the settings in force again. If another logger is installed for
-    /// `log`, it returns [`InitError::OtherLogger`] and changes nothing.
+    /// `log`, it returns [`InitError::OtherLogger`] and changes nothing;
+    /// if another global subscriber is set for `tracing`,
+    /// [`InitError::OtherSubscriber`], and changes nothing.
     pub fn init(self) -> Result<(), InitError> {
         let default = filter::parse_strict(&self.default_filter).map_err(InitError::Filter)?;
+        #[cfg(feature = "tracing")]
+        if self.tracing_subscriber && crate::tracing::other_subscriber() {
+            return Err(InitError::OtherSubscriber);
+        }
         crate::logger::install().map_err(|()| InitError::OtherLogger)?;
+        #[cfg(feature = "tracing")]
+        if self.tracing_subscriber {
+            crate::tracing::install().map_err(|()| InitError::OtherSubscriber)?;
+        }
         crate::logging::set_prefix(&self.logger_prefix);
         set_destination(self.destination);
         let (directives, source, warning) = filter::from_env(&self.env, default);
@@ -144,6 +171,7 @@ impl Builder {
                 file: file!(),
                 line: line!(),
                 message: warning.as_bytes(),
+                fields: None,
             });
         }
         Ok(())
@@ -163,6 +191,9 @@ pub enum InitError {
     OtherLogger,
     /// The builder's default filter is not valid.
     Filter(FilterError),
+    /// With the `tracing` feature: another global default subscriber was
+    /// set for `tracing` before.
+    OtherSubscriber,
 }
 
 impl fmt::Display for InitError {
@@ -173,6 +204,11 @@ impl fmt::Display for InitError {
                  pylogsink must be the one that installs it",
             ),
             InitError::Filter(err) => write!(f, "the default filter: {err}"),
+            InitError::OtherSubscriber => f.write_str(
+                "another global default subscriber is already set for `tracing`; \
+                 pylogsink must be the one that sets it (or add pylogsink::tracing::layer() \
+                 to that subscriber and build pylogsink without its `tracing` feature)",
+            ),
         }
     }
 }
@@ -180,7 +216,7 @@ impl fmt::Display for InitError {
 impl std::error::Error for InitError {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         match self {
-            InitError::OtherLogger => None,
+            InitError::OtherLogger | InitError::OtherSubscriber => None,
             InitError::Filter(err) => Some(err),
         }
     }

@@ -54,6 +54,9 @@ static LOGGING: AtomicBool = AtomicBool::new(false);
 pub fn set_destination(destination: Destination) {
     LOGGING.store(destination == Destination::Logging, Ordering::Relaxed);
     crate::filter::follow_destination(destination);
+    // Tracing's callsites are asked per event with `logging`.
+    #[cfg(feature = "tracing")]
+    crate::tracing::filter_changed();
 }
 
 /// Where records go now.

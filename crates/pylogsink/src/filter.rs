@@ -303,6 +303,8 @@ fn put_in_force(directives: Directives) {
     GENERATION.fetch_add(1, Ordering::AcqRel);
     QUICK.store(quick, Ordering::Release);
     crate::logger::follow_max_level();
+    #[cfg(feature = "tracing")]
+    crate::tracing::filter_changed();
 }
 
 /// The most verbose level the directives in force let through.
@@ -343,6 +345,10 @@ pub fn filter() -> String {
         None => DEFAULT_FILTER.to_owned(),
     }
 }
+
+/// Held by the unit tests that change the process-wide filter.
+#[cfg(test)]
+pub(crate) static TEST_LOCK: Mutex<()> = Mutex::new(());
 
 #[cfg(test)]
 mod tests {
@@ -458,7 +464,7 @@ mod tests {
 
     #[test]
     fn the_quick_check_and_the_directives_agree() {
-        // One test touches the process-wide filter, so tests cannot race.
+        let _filter = TEST_LOCK.lock().unwrap_or_else(|e| e.into_inner());
         for spec in [
             "warn",
             "warn,ureq=debug,ureq::pool=off",

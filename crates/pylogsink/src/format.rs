@@ -25,6 +25,7 @@
 //!   CR stays `\x0d`, since on a terminal it would overwrite the line.
 
 use crate::color;
+use crate::fields;
 use crate::record::Record;
 use std::cell::Cell;
 use std::time::{SystemTime, UNIX_EPOCH};
@@ -62,7 +63,14 @@ pub fn format_record(out: &mut Vec<u8>, now: SystemTime, record: &Record<'_>, co
         }
     }
     out.extend_from_slice(b"] ");
-    escape_into(out, record.message);
+    match record.fields {
+        None => escape_into(out, record.message),
+        Some(fields) => {
+            fields::push_prefix(out, fields);
+            escape_into(out, record.message);
+            fields::push_suffix(out, fields);
+        }
+    }
     out.push(b'\n');
 }
 
@@ -144,7 +152,7 @@ fn push_hex_escape(out: &mut Vec<u8>, b: u8) {
 }
 
 /// Appends `n` in decimal, zero-padded to at least `width` digits.
-fn push_decimal(out: &mut Vec<u8>, mut n: u64, width: usize) {
+pub(crate) fn push_decimal(out: &mut Vec<u8>, mut n: u64, width: usize) {
     let mut digits = [0u8; 20];
     let mut i = digits.len();
     while n > 0 || digits.len() - i < width {
@@ -235,6 +243,7 @@ mod tests {
             file,
             line,
             message,
+            fields: None,
         }
     }
 

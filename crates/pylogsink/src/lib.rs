@@ -73,6 +73,25 @@
 //! A call keeps at most its newest 64 KiB; one note, in place, counts what
 //! was left out. Lines still kept when Python exits go to fd 2.
 //!
+//! # tracing
+//!
+//! With the Cargo feature `tracing`, [`Builder::init`] also sets the global
+//! default `tracing` subscriber (tracing-subscriber's registry with
+//! `tracing::layer()`). Each event becomes one record: the span context as
+//! tracing-subscriber's fmt writes it, the message, then the fields as
+//! `key=value`, escaped so that no value forges a record ([`fields`]):
+//!
+//! ```text
+//! [2026-12-03T08:01:47.351241Z INFO  testext::model lib.rs:140] load{path="model.pte"}:init{rows=42}: model ready rows=42 ratio=0.5 ok=true name="a b"
+//! ```
+//!
+//! The directives filter events and spans by target and level, and tracing
+//! disables the callsites they drop. `log`'s key-values render the same
+//! way. With the `logging` destination, fields become attributes of the
+//! `LogRecord` (`int`, `float`, `bool` or `str`; a name the record already
+//! has gets the prefix `field_`), and the span context is the attribute
+//! `span`.
+//!
 //! # Python's `logging` as the destination
 //!
 //! With [`Destination::Logging`] (on the [`Builder`], or at run time with
@@ -159,6 +178,7 @@ mod crash;
 mod destination;
 mod errors;
 pub mod fd;
+pub mod fields;
 mod filter;
 pub mod format;
 pub mod kept;
@@ -171,6 +191,8 @@ pub mod python;
 mod record;
 pub mod route;
 mod sink;
+#[cfg(feature = "tracing")]
+pub mod tracing;
 mod worker;
 
 pub use builder::{init, Builder, InitError, DEFAULT_ENV};
@@ -178,6 +200,7 @@ pub use call::{call, call_enter, call_exit};
 pub use color::ColorChoice;
 pub use destination::{destination, set_destination, Destination};
 pub use errors::{error, error_message, ERRORS_CAP};
+pub use fields::{FieldValue, Fields};
 pub use filter::{filter, set_filter, FilterError, DEFAULT_FILTER};
 pub use level::Level;
 pub use record::Record;

@@ -17,6 +17,7 @@
 //! Python's logger levels filter on the native side too ([`crate::pylevels`]),
 //! and `logging` itself tells when they change.
 
+use crate::fields::{OwnedFields, OwnedValue};
 use crate::pending::queue::Delivery;
 use crate::pending::{Batch, PendingRecord};
 use crate::pylevels;
@@ -274,6 +275,9 @@ fn handle(py: Python<'_>, state: &State, prefix: &str, record: &PendingRecord) -
     );
     let made = logger.call_method1(intern!(py, "makeRecord"), args)?;
     stamp(py, state, &made, record)?;
+    if let Some(fields) = &record.fields {
+        attach_fields(py, &made, fields)?;
+    }
     // `handle` checks `Logger.disabled` and the logger's filters itself.
     logger.call_method1(intern!(py, "handle"), (made,))?;
     Ok(())
@@ -306,6 +310,47 @@ fn stamp(
         Err(_) => pyo3::types::PyString::new(py, &record.thread_name).into_any(),
     };
     made.setattr(intern!(py, "threadName"), name)?;
+    Ok(())
+}
+
+/// The attribute that holds a record's span context
+/// (`load{path="model.pte"}:init`), when it is in a span.
+pub(crate) const SPAN_ATTRIBUTE: &str = "span";
+
+/// What a field whose name is taken on the `LogRecord` is prefixed with.
+pub(crate) const FIELD_PREFIX: &str = "field_";
+
+/// Attributes `logging` sets on a record later (a `Formatter`), so that no
+/// field takes their place.
+const LATER: [&str; 2] = ["message", "asctime"];
+
+/// Sets a record's fields as attributes of the made `LogRecord`, as
+/// `logging`'s `extra` does: integers as `int`, floats as `float`,
+/// booleans as `bool`, the rest as `str`; a name the record already has
+/// (`name`, `msg`, `lineno`, a method, the span attribute...) gets
+/// [`FIELD_PREFIX`] rather than replacing it. The span context goes in
+/// [`SPAN_ATTRIBUTE`].
+fn attach_fields(py: Python<'_>, made: &Bound<'_, PyAny>, fields: &OwnedFields) -> PyResult<()> {
+    let taken = |name: &str| -> PyResult<bool> {
+        Ok(LATER.contains(&name) || name == SPAN_ATTRIBUTE || made.hasattr(name)?)
+    };
+    for (name, value) in &fields.values {
+        let name = if taken(name)? {
+            std::borrow::Cow::Owned(format!("{FIELD_PREFIX}{name}"))
+        } else {
+            std::borrow::Cow::Borrowed(name.as_str())
+        };
+        let value = match value {
+            OwnedValue::Int(n) => n.into_pyobject(py)?.into_any(),
+            OwnedValue::Float(x) => x.into_pyobject(py)?.into_any(),
+            OwnedValue::Bool(b) => pyo3::types::PyBool::new(py, *b).to_owned().into_any(),
+            OwnedValue::Str(s) => pyo3::types::PyString::new(py, s).into_any(),
+        };
+        made.setattr(&*name, value)?;
+    }
+    if !fields.spans.is_empty() {
+        made.setattr(SPAN_ATTRIBUTE, &fields.spans)?;
+    }
     Ok(())
 }
 

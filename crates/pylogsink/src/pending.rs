@@ -7,7 +7,8 @@
 //! records within a byte cap, and counts those it left out so that one note
 //! can say so where they were.
 
-use crate::format::{escape_into, format_record};
+use crate::fields::{message_text, OwnedFields};
+use crate::format::format_record;
 use crate::level::Level;
 use crate::record::Record;
 use std::collections::VecDeque;
@@ -15,14 +16,18 @@ use std::sync::Arc;
 use std::time::SystemTime;
 
 /// One record as `logging` will get it.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq)]
 pub(crate) struct PendingRecord {
     pub level: Level,
     pub target: Box<str>,
     pub file: Box<str>,
     pub line: u32,
-    /// The message, escaped as on stderr.
+    /// The message, escaped as on stderr, with its span context and
+    /// fields written in as on stderr.
     pub message: String,
+    /// The fields, for the `LogRecord`'s attributes; `None` for a plain
+    /// record.
+    pub fields: Option<Box<OwnedFields>>,
     /// When it was logged.
     pub created: SystemTime,
     /// The OS thread that logged it (`pthread_self`, which is also what
@@ -34,7 +39,7 @@ pub(crate) struct PendingRecord {
 impl PendingRecord {
     pub fn new(record: &Record<'_>, created: SystemTime, thread: (u64, Arc<str>)) -> Self {
         let mut message = Vec::with_capacity(record.message.len());
-        escape_into(&mut message, record.message);
+        message_text(&mut message, record.message, record.fields);
         PendingRecord {
             level: record.level,
             target: record.target.into(),
@@ -43,6 +48,10 @@ impl PendingRecord {
             // escape_into writes valid UTF-8 only.
             message: String::from_utf8(message)
                 .unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned()),
+            fields: record
+                .fields
+                .filter(|f| !f.is_empty())
+                .map(|f| Box::new(OwnedFields::new(f))),
             created,
             thread: thread.0,
             thread_name: thread.1,
@@ -52,7 +61,8 @@ impl PendingRecord {
     /// The bytes it counts for against the cap: the most that its text
     /// ([`to_text`](PendingRecord::to_text)) takes.
     pub fn size(&self) -> usize {
-        self.message.len() + self.target.len() + self.file.len() + 64
+        let fields = self.fields.as_ref().map_or(0, |f| f.size());
+        self.message.len() + self.target.len() + self.file.len() + 64 + fields
     }
 
     /// The record as a text line, for where Python can no longer take it.
@@ -63,6 +73,7 @@ impl PendingRecord {
             file: &self.file,
             line: self.line,
             message: b"",
+            fields: None,
         };
         format_record(out, self.created, &record, false);
         // The message is escaped already: put it in as it is.
@@ -310,6 +321,7 @@ mod tests {
                 file: "src/loader.rs",
                 line: 7,
                 message: message.as_bytes(),
+                fields: None,
             },
             UNIX_EPOCH + Duration::new(1_796_117_962, 5_000),
             (1, "worker".into()),
@@ -363,6 +375,7 @@ mod tests {
                 file: "a/b.rs",
                 line: 3,
                 message: b"bad \x1b[2J\xff\nnext",
+                fields: None,
             },
             UNIX_EPOCH + Duration::new(1_796_117_962, 5_000),
             (1, "t".into()),

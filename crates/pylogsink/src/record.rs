@@ -1,7 +1,8 @@
-//! The one record type: every front end (`log`, [`emit`](crate::emit))
+//! The one record type: every front end (`log`, `tracing`, [`emit`](crate::emit))
 //! turns what it was given into a [`Record`], and everything after that,
 //! the routing and the format, sees only this.
 
+use crate::fields::Fields;
 use crate::level::Level;
 
 /// One log record, as a front end hands it over.
@@ -18,4 +19,8 @@ pub struct Record<'a> {
     pub line: u32,
     /// The message: any bytes, UTF-8 or not.
     pub message: &'a [u8],
+    /// Structured fields and span context (tracing's events, `log`'s
+    /// key-values), written after the message; `None` for a plain record,
+    /// which then costs nothing more.
+    pub fields: Option<&'a Fields>,
 }

@@ -88,6 +88,7 @@ pub fn emit(level: Level, target: &str, file: &str, line: u32, message: &[u8]) {
             file,
             line,
             message,
+            fields: None,
         });
     }
 }
@@ -111,7 +112,16 @@ pub(crate) fn emit_record(record: &Record<'_>) {
         let color = color::use_color(color::choice(), sink, fd::stderr_is_terminal);
         format_record(out, now, record, color)
     };
-    let (level, message) = (record.level, record.message);
+    let (level, mut message) = (record.level, record.message);
+    // What an exception shows of an Error record: with its span context
+    // and fields, if it has any.
+    let with_fields;
+    if let (Some(fields), true) = (record.fields, level >= Level::Error) {
+        let mut text = Vec::new();
+        crate::fields::message_text(&mut text, message, Some(fields));
+        with_fields = text;
+        message = &with_fields;
+    }
     let routed = THREAD.try_with(|t| {
         let joined = t.joined();
         match t.count_and_borrow_scratch(level) {

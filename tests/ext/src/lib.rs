@@ -3,8 +3,9 @@
 //!
 //! ureq logs its requests through `log` at DEBUG under several module
 //! targets (`ureq::unit`, `ureq::stream`, `ureq::response`, `ureq::pool`),
-//! and tracing, with its `log` feature and no subscriber, logs its events
-//! and spans through `log` too. Neither asks pylogsink anything, so the
+//! and tracing's events and spans reach pylogsink's tracing layer, which
+//! `Builder::init` installs as the global subscriber (pylogsink's `tracing`
+//! feature). Neither asks pylogsink anything, so the
 //! tests run against this module prove that pylogsink's filter, set from
 //! `PYLOGSINK_TESTEXT_LOG` at import or with `set_log_filter` later, decides
 //! what reaches the user. `log_at` calls the logger without asking it first
@@ -120,6 +121,232 @@ fn tracing_work(py: Python<'_>, name: &str) -> PyResult<()> {
     })
 }
 
+/// Loads a "model" the way instrumented code does: `load` and `init` are
+/// `#[tracing::instrument]`ed (spans `load{path=..}` and `init{rows=..}`,
+/// target `testext::model`), and log events with fields inside them.
+#[pyfunction]
+fn traced_load(py: Python<'_>, path: &str, rows: u64) -> PyResult<usize> {
+    pylogsink::call(py, || Ok(load(path, rows)))
+}
+
+#[tracing::instrument(target = "testext::model", level = "info", skip(rows))]
+fn load(path: &str, rows: u64) -> usize {
+    tracing::warn!(target: "testext::model", path, "deprecated format");
+    init(rows)
+}
+
+#[tracing::instrument(target = "testext::model", level = "info")]
+fn init(rows: u64) -> usize {
+    tracing::info!(
+        target: "testext::model",
+        rows,
+        ratio = 0.5,
+        ok = true,
+        name = "a b",
+        "model ready"
+    );
+    tracing::debug!(target: "testext::model", "details");
+    rows as usize
+}
+
+/// Emits one tracing event (target `testext::fields`) at `level` with
+/// `message` and the fields `text` (a string), `raw` (bytes), `count` (an
+/// integer), `lineno` and `msg` (names a `LogRecord` has), inside a span
+/// `req{id=7}`.
+#[pyfunction]
+fn tracing_event(
+    py: Python<'_>,
+    level: &str,
+    message: &str,
+    text: &str,
+    raw: &[u8],
+) -> PyResult<()> {
+    let level = parse_level(level)?;
+    pylogsink::call(py, || {
+        let span = tracing::info_span!(target: "testext::fields", "req", id = 7);
+        let _entered = span.enter();
+        macro_rules! event {
+            ($level:expr) => {
+                tracing::event!(
+                    target: "testext::fields",
+                    $level,
+                    text,
+                    raw,
+                    count = 3u64,
+                    lineno = 1u64,
+                    msg = "clash",
+                    "{message}"
+                )
+            };
+        }
+        match level {
+            log::Level::Trace => event!(tracing::Level::TRACE),
+            log::Level::Debug => event!(tracing::Level::DEBUG),
+            log::Level::Info => event!(tracing::Level::INFO),
+            log::Level::Warn => event!(tracing::Level::WARN),
+            log::Level::Error => event!(tracing::Level::ERROR),
+        }
+        Ok(())
+    })
+}
+
+/// Fails the way instrumented code does: an Error event with a field
+/// inside a span `open{path=..}`, then an exception that carries it.
+#[pyfunction]
+fn tracing_error(py: Python<'_>, path: &str) -> PyResult<()> {
+    pylogsink::call(py, || {
+        let span = tracing::error_span!(target: "testext::model", "open", path);
+        let _entered = span.enter();
+        tracing::error!(target: "testext::model", code = 35, "invalid program");
+        Err(pylogsink::error::<PyRuntimeError>("open failed"))
+    })
+}
+
+/// The backend lock that `tracing_threads`' threads log under.
+static BACKEND: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+/// `threads` native threads, attached to the call, each emit `events`
+/// Warn events (target `testext::pool`, inside a span `worker{t=..}`) while
+/// holding a backend lock, which the calling thread also takes for each of
+/// its own `events` events: with the GIL held (`detach` false) or released.
+/// A subscriber that took the GIL per event would deadlock here. Returns
+/// the events emitted.
+#[pyfunction]
+fn tracing_threads(py: Python<'_>, threads: usize, events: usize, detach: bool) -> PyResult<usize> {
+    pylogsink::call(py, || {
+        let call = pylogsink::Call::current().expect("inside a call");
+        let work = || {
+            std::thread::scope(|s| {
+                for t in 0..threads {
+                    let call = call.clone();
+                    s.spawn(move || {
+                        call.attach(|| {
+                            let span = tracing::info_span!(target: "testext::pool", "worker", t);
+                            let _entered = span.enter();
+                            for i in 0..events {
+                                let _held = BACKEND.lock().unwrap_or_else(|e| e.into_inner());
+                                tracing::warn!(target: "testext::pool", i, "worker event");
+                            }
+                        })
+                    });
+                }
+                for i in 0..events {
+                    let _held = BACKEND.lock().unwrap_or_else(|e| e.into_inner());
+                    tracing::warn!(target: "testext::pool", i, "caller event");
+                }
+            });
+            (threads + 1) * events
+        };
+        Ok(if detach { py.detach(work) } else { work() })
+    })
+}
+
+/// Logs one `log` record with key-values (target `testext::kv`, Warn):
+/// `rows`, `ratio`, `ok`, `text` (given), and `shape` (a `Debug` value).
+#[pyfunction]
+fn log_kv(py: Python<'_>, text: &str) -> PyResult<()> {
+    pylogsink::call(py, || {
+        log::warn!(
+            target: "testext::kv",
+            rows = 42u64,
+            ratio = 0.25,
+            ok = false,
+            text,
+            shape:? = (2, 3);
+            "table loaded"
+        );
+        Ok(())
+    })
+}
+
+/// Serves HTTP/2 (prior knowledge, no TLS) on 127.0.0.1 until the process
+/// is killed: prints the port on stdout, then answers every request with
+/// 200 and the body "ok\n" (404 for any path but "/"). For a child process.
+#[pyfunction]
+fn h2_serve(py: Python<'_>) -> PyResult<()> {
+    py.detach(|| -> std::io::Result<()> {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()?;
+        runtime.block_on(async {
+            let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+            {
+                use std::io::Write as _;
+                let mut out = std::io::stdout();
+                writeln!(out, "{}", listener.local_addr()?.port())?;
+                out.flush()?;
+            }
+            loop {
+                let (socket, _) = listener.accept().await?;
+                tokio::spawn(async move {
+                    let _ = h2_connection(socket).await;
+                });
+            }
+        })
+    })
+    .map_err(|e| PyRuntimeError::new_err(e.to_string()))
+}
+
+async fn h2_connection(socket: tokio::net::TcpStream) -> Result<(), h2::Error> {
+    let mut connection = h2::server::handshake(socket).await?;
+    while let Some(request) = connection.accept().await {
+        let (request, mut respond) = request?;
+        let status = if request.uri().path() == "/" {
+            200
+        } else {
+            404
+        };
+        let response = http::Response::builder()
+            .status(status)
+            .body(())
+            .expect("a valid response");
+        let mut body = respond.send_response(response, false)?;
+        body.send_data(bytes::Bytes::from_static(b"ok\n"), true)?;
+    }
+    Ok(())
+}
+
+/// A GET of `path` over HTTP/2 with h2 (on a current-thread tokio runtime,
+/// so h2 logs on the calling thread, in the call) to 127.0.0.1:`port`;
+/// the GIL released during it with `detach`, else held. Returns the
+/// status and the body's length.
+#[pyfunction]
+fn h2_get(py: Python<'_>, port: u16, path: &str, detach: bool) -> PyResult<(u16, usize)> {
+    let get = || -> Result<(u16, usize), Box<dyn std::error::Error + Send + Sync>> {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()?;
+        runtime.block_on(async {
+            let socket = tokio::net::TcpStream::connect(("127.0.0.1", port)).await?;
+            let (client, connection) = h2::client::handshake(socket).await?;
+            let driver = tokio::spawn(async move {
+                let _ = connection.await;
+            });
+            let mut client = client.ready().await?;
+            let request = http::Request::builder()
+                .uri(format!("http://127.0.0.1:{port}{path}"))
+                .body(())?;
+            let (response, _) = client.send_request(request, true)?;
+            let response = response.await?;
+            let status = response.status().as_u16();
+            let mut body = response.into_body();
+            let mut length = 0;
+            while let Some(chunk) = body.data().await {
+                let chunk = chunk?;
+                length += chunk.len();
+                body.flow_control().release_capacity(chunk.len())?;
+            }
+            drop(client);
+            driver.abort();
+            Ok((status, length))
+        })
+    };
+    pylogsink::call(py, || {
+        let got = if detach { py.detach(get) } else { get() };
+        got.map_err(|e| PyRuntimeError::new_err(format!("h2_get {port}{path}: {e}")))
+    })
+}
+
 /// Logs `message` at `level` ("trace" to "error") under `target`, handing
 /// the record straight to the logger.
 #[pyfunction]
@@ -179,6 +406,13 @@ fn _testext(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(http_get, m)?)?;
     m.add_function(wrap_pyfunction!(tracing_work, m)?)?;
     m.add_function(wrap_pyfunction!(log_at, m)?)?;
+    m.add_function(wrap_pyfunction!(traced_load, m)?)?;
+    m.add_function(wrap_pyfunction!(tracing_event, m)?)?;
+    m.add_function(wrap_pyfunction!(tracing_threads, m)?)?;
+    m.add_function(wrap_pyfunction!(tracing_error, m)?)?;
+    m.add_function(wrap_pyfunction!(log_kv, m)?)?;
+    m.add_function(wrap_pyfunction!(h2_serve, m)?)?;
+    m.add_function(wrap_pyfunction!(h2_get, m)?)?;
     m.add_function(wrap_pyfunction!(log_enabled, m)?)?;
     Ok(())
 }

@@ -39,3 +39,28 @@ def log_destination() -> Literal["logging", "stderr"]:
 
 def log_stats() -> dict[str, Any]:
     """pylogsink's counts."""
+
+def traced_load(path: str, rows: int) -> int:
+    """#[tracing::instrument]ed load(path) and init(rows) (target testext::model):
+    a Warn event with a path field in load, an Info event with fields
+    (rows, ratio, ok, name) and a Debug one in init."""
+
+def tracing_event(level: _Level, message: str, text: str, raw: bytes) -> None:
+    """One tracing event (target testext::fields) in a span req{id=7}, with the
+    fields text, raw (bytes), count=3, lineno=1 and msg="clash"."""
+
+def tracing_threads(threads: int, events: int, detach: bool) -> int:
+    """Native threads attached to the call emit Warn events (testext::pool)
+    under a backend lock the caller also takes, GIL held or released."""
+
+def log_kv(text: str) -> None:
+    """A log::warn! (target testext::kv) with key-values rows, ratio, ok, text, shape."""
+
+def h2_serve() -> None:
+    """Serves HTTP/2 (prior knowledge) on 127.0.0.1 until killed; prints the port first."""
+
+def h2_get(port: int, path: str, detach: bool) -> tuple[int, int]:
+    """A GET over HTTP/2 with h2 (which logs through tracing); the status and body length."""
+
+def tracing_error(path: str) -> None:
+    """Raises RuntimeError("open failed") after an Error event (code=35) in a span open{path=..}."""
