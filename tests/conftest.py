@@ -13,6 +13,7 @@ import select
 import subprocess
 import sys
 import textwrap
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from types import ModuleType
@@ -40,6 +41,27 @@ def popen(code: str, **kwargs: Any) -> subprocess.Popen[bytes]:
         stderr=subprocess.PIPE,
         **kwargs,
     )
+
+
+def lines_while_running(code: str, count: int, **kwargs: Any) -> list[str]:
+    """Starts ``code`` in a fresh interpreter, reads the first ``count``
+    lines of its stderr (within 20 s), checks that it is still running (a
+    call that hangs once it has logged), and kills it."""
+    child = popen(code, **kwargs)
+    try:
+        assert child.stderr is not None
+        got: list[str] = []
+        deadline = time.monotonic() + 20
+        while len(got) < count and time.monotonic() < deadline:
+            line = child.stderr.readline().decode()
+            if not line:
+                break
+            got.append(line)
+        assert child.poll() is None, "the call is still running"
+        return got
+    finally:
+        child.kill()
+        child.wait()
 
 
 def records(text: str) -> list[str]:

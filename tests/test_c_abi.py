@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 import pylogsink
-from conftest import records
+from conftest import lines_while_running, records
 
 SOURCES = Path(__file__).parent / "c_abi"
 EXTENSIONS = ["c_rt", "cpp_rt"]
@@ -193,24 +193,8 @@ def test_worker_threads_attached_through_the_c_abi_join_the_call(
 
 @pytest.mark.parametrize("ext", EXTENSIONS)
 def test_own_stderr_lines_are_on_fd2_before_the_call_returns(ext: str, env: dict[str, str]) -> None:
-    child = subprocess.Popen(
-        [sys.executable, "-c", f"import {ext}; {ext}.log_then_hang(3, 60)"],
-        stderr=subprocess.PIPE,
-        env=env,
-    )
-    try:
-        assert child.stderr is not None
-        got: list[str] = []
-        deadline = time.monotonic() + 20
-        while len(got) < 3 and time.monotonic() < deadline:
-            line = child.stderr.readline().decode()
-            if line:
-                got.append(line)
-        assert [g.split("] ")[1].strip() for g in got] == [f"about to hang: line {i}" for i in range(3)]
-        assert child.poll() is None, "the call is still running"
-    finally:
-        child.kill()
-        child.wait()
+    got = lines_while_running(f"import {ext}; {ext}.log_then_hang(3, 60)", 3, env=env)
+    assert [g.split("] ")[1].strip() for g in got] == [f"about to hang: line {i}" for i in range(3)]
 
 
 def test_error_lines_reach_the_exception_with_invalid_utf8_escaped(rt) -> None:  # type: ignore[no-untyped-def]

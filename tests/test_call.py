@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 import pylogsink
-from conftest import popen, python, records, run_unittest_buffered
+from conftest import lines_while_running, popen, python, records, run_unittest_buffered
 
 
 def numbers(text: str) -> list[int]:
@@ -105,21 +105,8 @@ def test_unittest_buffer_holds_the_lines(tmp_path: Path) -> None:
 def test_own_stderr_lines_are_on_fd2_before_the_call_returns() -> None:
     # pytest replaces sys.stderr in this process, so the process's own
     # stderr is tested in a child: it logs, then hangs inside the call.
-    child = popen("import pylogsink; pylogsink.log_then_hang(3, 60)")
-    try:
-        assert child.stderr is not None
-        got: list[str] = []
-        deadline = time.monotonic() + 20
-        while len(got) < 3 and time.monotonic() < deadline:
-            line = child.stderr.readline().decode()
-            if line:
-                got.append(line)
-        assert len(got) == 3, got
-        assert [g.split("] ")[1].strip() for g in got] == [f"about to hang: line {i}" for i in range(3)]
-        assert child.poll() is None, "the call is still running"
-    finally:
-        child.kill()
-        child.wait()
+    got = lines_while_running("import pylogsink; pylogsink.log_then_hang(3, 60)", 3)
+    assert [g.split("] ")[1].strip() for g in got] == [f"about to hang: line {i}" for i in range(3)]
 
 
 def test_own_stderr_is_direct_and_ordered_with_python_output() -> None:

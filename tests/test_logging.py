@@ -277,6 +277,18 @@ def test_a_fatal_line_outside_any_call_writes_the_records_waiting_for_logging_fi
     ), done.stderr
 
 
+def test_error_records_also_reach_the_calls_exception(caplog: pytest.LogCaptureFixture, demo: None) -> None:
+    caplog.set_level(logging.INFO)
+    with pytest.raises(RuntimeError) as info:
+        pylogsink.load_program(b"\xff" * 128)
+    assert str(info.value) == (
+        "load_program: invalid program (error 0x23)\n"
+        "Errors logged during the call:\n"
+        "  Program identifier '\\xff\\xff\\xff\\xff' != expected 'ET12'"
+    )
+    assert [r.levelname for r in of(caplog, DEMO)] == ["ERROR"]
+
+
 def test_records_over_the_cap_are_counted_in_one_note(caplog: pytest.LogCaptureFixture, demo: None) -> None:
     caplog.set_level(logging.INFO)
     pylogsink.log_lines(3000, "info", size=100)

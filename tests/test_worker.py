@@ -17,7 +17,7 @@ import pytest
 
 import pylogsink
 import pylogsink_testext as testext
-from conftest import logging_destination, popen, python, records, run_unittest_buffered
+from conftest import logging_destination, lines_while_running, python, records, run_unittest_buffered
 
 WORKERS, LINES = 4, 100
 
@@ -98,19 +98,9 @@ def test_the_logging_destination_receives_every_workers_records_at_the_return(
 def test_with_its_own_stderr_the_workers_lines_are_on_fd2_before_the_call_returns() -> None:
     # The call hangs for 60 s once its workers are done; their lines are
     # already on fd 2.
-    child = popen(f"import pylogsink; pylogsink.fan_out({WORKERS}, {LINES}, hang=60)")
-    try:
-        assert child.stderr is not None
-        text = b""
-        while text.count(b"\n") < WORKERS * LINES:
-            chunk = child.stderr.read1(65536)  # type: ignore[attr-defined]
-            assert chunk, "the child closed fd 2 early"
-            text += chunk
-        assert child.poll() is None, "the call has not returned yet"
-        assert_every_line_in_order(per_worker(text.decode()))
-    finally:
-        child.kill()
-        child.wait()
+    code = f"import pylogsink; pylogsink.fan_out({WORKERS}, {LINES}, hang=60)"
+    got = lines_while_running(code, WORKERS * LINES)
+    assert_every_line_in_order(per_worker("".join(got)))
 
 
 POOL_DEADLOCK = """

@@ -160,7 +160,13 @@ fn keep_for_logging(record: &Record<'_>, now: SystemTime) {
         let joined = t.joined();
         match joined.sink {
             Sink::Outside => Some(pending),
-            _ => joined.call(t).keep_pending(pending, joined.attached_to()),
+            _ => {
+                let call = joined.call(t);
+                if record.level >= Level::Error {
+                    call.collect_error(pending.message.as_bytes());
+                }
+                call.keep_pending(pending, joined.attached_to())
+            }
         }
     });
     let outside = match kept {
@@ -296,6 +302,7 @@ impl ThreadState {
             pending: Mutex::new(Pending::with_cap(CAP)),
             pending_any: AtomicBool::new(false),
             errors: Mutex::new(Errors::default()),
+            errors_any: AtomicBool::new(false),
             emitted: PerLevel::new(),
         });
         register(&shared);
@@ -461,9 +468,7 @@ impl ThreadState {
     fn emit(&self, joined: &Joined, level: Level, message: &[u8], record: &[u8]) {
         let (call, sink, worker) = (joined.call(self), joined.sink, joined.attached_to());
         if sink != Sink::Outside && level >= Level::Error {
-            if let Ok(mut errors) = call.errors.try_lock() {
-                errors.collect(message);
-            }
+            call.collect_error(message);
         }
         let keep = |rest: &[u8], is_rest: bool| call.keep(rest, is_rest, worker);
         match route(level, sink, QUEUE_PENDING.load(Ordering::Relaxed)) {
@@ -555,6 +560,8 @@ pub(crate) struct Shared {
     pending_any: AtomicBool,
     /// The call's Error-level messages.
     errors: Mutex<Errors>,
+    /// Whether `errors` may hold messages.
+    errors_any: AtomicBool,
     emitted: PerLevel,
 }
 
@@ -572,12 +579,23 @@ impl Shared {
     /// Starts call number `call`, with `sink`, and where its lines go if
     /// the process crashes.
     fn begin(&self, call: u64, sink: Sink, crash_fd: i32) {
-        if let Ok(mut errors) = self.errors.try_lock() {
-            errors.clear();
+        // Most calls log no error: they spare the lock.
+        if self.errors_any.swap(false, Ordering::Relaxed) {
+            if let Ok(mut errors) = self.errors.try_lock() {
+                errors.clear();
+            }
         }
         self.crash_fd.store(crash_fd, Ordering::Relaxed);
         self.set_sink(sink);
         self.call.store(call, Ordering::Release);
+    }
+
+    /// Collects an Error-level message for the call's exception.
+    fn collect_error(&self, message: &[u8]) {
+        if let Ok(mut errors) = self.errors.try_lock() {
+            errors.collect(message);
+            self.errors_any.store(true, Ordering::Relaxed);
+        }
     }
 
     /// Ends the call; returns its sink. With `handed` (workers may be
