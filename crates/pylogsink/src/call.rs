@@ -37,9 +37,20 @@ use std::time::Duration;
 ///
 /// It is [`call_enter`], `f`, then [`call_exit`].
 pub fn call<T>(py: Python<'_>, f: impl FnOnce() -> PyResult<T>) -> PyResult<T> {
-    call_enter(py);
-    let result = std::panic::catch_unwind(AssertUnwindSafe(f));
-    let written = call_exit(py);
+    register_exit_flush(py);
+    let mut f = Some(f);
+    // One thread-local access for the whole call: enter, run, leave.
+    let run = |t: &ThreadState| {
+        enter(py, t);
+        let result = std::panic::catch_unwind(AssertUnwindSafe(f.take().expect("runs once")));
+        (t.leave(), result)
+    };
+    let (left, result) = match THREAD.try_with(run) {
+        Ok(done) => done,
+        // The thread is being torn down: there is no call state to keep.
+        Err(_) => return f.take().expect("not run yet")(),
+    };
+    let written = leave(py, left);
     let result = match result {
         Ok(result) => result,
         // The lines kept so far were written, as at any return; the panic
@@ -67,12 +78,7 @@ pub fn call<T>(py: Python<'_>, f: impl FnOnce() -> PyResult<T>) -> PyResult<T> {
 /// do nothing.
 pub fn call_enter(py: Python<'_>) {
     register_exit_flush(py);
-    let _ = THREAD.try_with(|t| {
-        let outermost = t.enter(|| stderr_is_own(py), || surviving_fd(py));
-        if outermost && to_logging() {
-            crate::logging::on_call_entry(py);
-        }
-    });
+    let _ = THREAD.try_with(|t| enter(py, t));
 }
 
 /// Steps out of a call: the second half of [`call`]. Leaving the
@@ -86,10 +92,25 @@ pub fn call_enter(py: Python<'_>) {
 /// follow a [`call_enter`] on the same thread, with the GIL held; an
 /// unmatched `call_exit` does nothing.
 pub fn call_exit(py: Python<'_>) -> PyResult<()> {
-    let left = match THREAD.try_with(ThreadState::leave) {
-        Ok(left) => left,
-        Err(_) => return Ok(()),
-    };
+    match THREAD.try_with(ThreadState::leave) {
+        Ok(left) => leave(py, left),
+        Err(_) => Ok(()),
+    }
+}
+
+/// Steps `t` into a call; the outermost one looks at `sys.stderr`.
+#[inline]
+fn enter(py: Python<'_>, t: &ThreadState) {
+    let outermost = t.enter(|| stderr_is_own(py), || surviving_fd(py));
+    if outermost && to_logging() {
+        crate::logging::on_call_entry(py);
+    }
+}
+
+/// After [`ThreadState::leave`]: if that left the outermost call, writes
+/// what waits. The exception raised meanwhile, if any.
+#[inline]
+fn leave(py: Python<'_>, left: Option<(Sink, bool)>) -> PyResult<()> {
     match left {
         Some((sink, waiting)) if waiting || queue_pending() || queue::waiting() => {
             write_at_return(py, sink).map_or(Ok(()), Err)

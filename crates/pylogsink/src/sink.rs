@@ -580,7 +580,8 @@ impl Shared {
     /// the process crashes.
     fn begin(&self, call: u64, sink: Sink, crash_fd: i32) {
         // Most calls log no error: they spare the lock.
-        if self.errors_any.swap(false, Ordering::Relaxed) {
+        if self.errors_any.load(Ordering::Relaxed) {
+            self.errors_any.store(false, Ordering::Relaxed);
             if let Ok(mut errors) = self.errors.try_lock() {
                 errors.clear();
             }
