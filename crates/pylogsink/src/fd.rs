@@ -149,7 +149,7 @@ fn classify(err: io::Error, fd: RawFd) -> Blocked {
 
 fn try_write(fd: RawFd, piece: &[u8]) -> Result<usize, Blocked> {
     let plain = || write_plain(fd, piece).map_err(|e| classify(e, fd));
-    if KIND.seekable_first(fd) {
+    if KIND.refuses_nowait(fd) {
         if is_seekable(fd) {
             return plain();
         }
@@ -157,6 +157,12 @@ fn try_write(fd: RawFd, piece: &[u8]) -> Result<usize, Blocked> {
     }
     match write_nowait(fd, piece) {
         Ok(n) => return Ok(n),
+        // A file system that takes RWF_NOWAIT may still refuse a write
+        // that would wait for the disk; a file never waits for a reader.
+        Err(e) if e.raw_os_error() == Some(libc::EAGAIN) && is_seekable(fd) => {
+            KIND.remember(fd, true);
+            return plain();
+        }
         Err(e)
             if !matches!(
                 e.raw_os_error(),
@@ -186,36 +192,32 @@ fn is_seekable(fd: RawFd) -> bool {
     unsafe { libc::lseek(fd, 0, libc::SEEK_CUR) >= 0 }
 }
 
-/// What the descriptor written last was found to be, so that the next
-/// write tries the right system call first: `lseek` then `write(2)` for a
-/// seekable file (two cheap calls, where `pwritev2(RWF_NOWAIT)` is slower
-/// on /dev/null and refused by ext4), `pwritev2(RWF_NOWAIT)` alone for a
-/// pipe or a socket. A wrong guess only costs the other path, since each
-/// path checks before it writes.
+/// Which system call to try first on the descriptor written last.
+/// `pwritev2(RWF_NOWAIT)` is one call that cannot block, and the kernel
+/// takes it for pipes, sockets and /dev/null. A regular file on ext4 (and
+/// a terminal) refuses it; once a file was found to refuse it, the next
+/// lines go `lseek`, then `write(2)`: two calls instead of three. A wrong
+/// guess only costs the other path, since each path checks before it
+/// writes: `lseek` fails on anything that may wait for a reader.
 struct Kind {
     fd: AtomicI32,
-    seekable: AtomicBool,
+    refuses_nowait: AtomicBool,
 }
 
 static KIND: Kind = Kind {
     fd: AtomicI32::new(-1),
-    seekable: AtomicBool::new(false),
+    refuses_nowait: AtomicBool::new(false),
 };
 
 impl Kind {
-    /// Whether to try `lseek` and `write(2)` first; a descriptor not seen
-    /// before is classified now.
-    fn seekable_first(&self, fd: RawFd) -> bool {
-        if self.fd.load(Ordering::Acquire) == fd {
-            return self.seekable.load(Ordering::Relaxed);
-        }
-        let seekable = is_seekable(fd);
-        self.remember(fd, seekable);
-        seekable
+    /// Whether `fd` was last found to be a seekable file that refuses
+    /// `RWF_NOWAIT`.
+    fn refuses_nowait(&self, fd: RawFd) -> bool {
+        self.fd.load(Ordering::Acquire) == fd && self.refuses_nowait.load(Ordering::Relaxed)
     }
 
-    fn remember(&self, fd: RawFd, seekable: bool) {
-        self.seekable.store(seekable, Ordering::Relaxed);
+    fn remember(&self, fd: RawFd, refuses_nowait: bool) {
+        self.refuses_nowait.store(refuses_nowait, Ordering::Relaxed);
         self.fd.store(fd, Ordering::Release);
     }
 }

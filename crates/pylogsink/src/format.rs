@@ -26,9 +26,10 @@
 
 use crate::color;
 use crate::fields;
+use crate::level::Level;
 use crate::record::Record;
-use std::cell::Cell;
-use std::time::{SystemTime, UNIX_EPOCH};
+use std::cell::RefCell;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 /// What an embedded newline becomes: the record goes on, indented.
 pub const CONTINUATION: &[u8] = b"\n    ";
@@ -36,9 +37,125 @@ pub const CONTINUATION: &[u8] = b"\n    ";
 /// Appends one whole record, newline-terminated, to `out`; with `color`,
 /// the level name is colored.
 pub fn format_record(out: &mut Vec<u8>, now: SystemTime, record: &Record<'_>, color: bool) {
+    let since = now.duration_since(UNIX_EPOCH).unwrap_or_default();
+    format_record_at(out, since, record, color);
+}
+
+/// The time now, since the Unix epoch: what [`format_record_at`] takes.
+/// One `clock_gettime`, without the checked arithmetic of
+/// `SystemTime::duration_since`, which costs more than the clock itself.
+pub(crate) fn now_since_epoch() -> Duration {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: `ts` is a valid, writable timespec for the whole call;
+    // CLOCK_REALTIME always exists, so the call cannot fail.
+    unsafe { libc::clock_gettime(libc::CLOCK_REALTIME, &mut ts) };
+    Duration::new(
+        ts.tv_sec.max(0) as u64,
+        ts.tv_nsec.clamp(0, 999_999_999) as u32,
+    )
+}
+
+/// [`format_record`] at a time given as a duration since the Unix epoch.
+pub(crate) fn format_record_at(
+    out: &mut Vec<u8>,
+    since: Duration,
+    record: &Record<'_>,
+    color: bool,
+) {
     out.reserve(record.message.len() + record.target.len() + 64);
     out.push(b'[');
-    push_timestamp(out, now);
+    let cached = CACHE.try_with(|cache| match cache.try_borrow_mut() {
+        Ok(mut cache) => {
+            cache.push_head(out, since, record, color);
+            true
+        }
+        // A signal handler that logs while this thread formats a record.
+        Err(_) => false,
+    });
+    if cached != Ok(true) {
+        push_second(out, since.as_secs());
+        push_micros(out, since);
+        push_middle(out, record, color);
+    }
+    match record.fields {
+        None => escape_into(out, record.message),
+        Some(fields) => {
+            fields::push_prefix(out, fields);
+            escape_into(out, record.message);
+            fields::push_suffix(out, fields);
+        }
+    }
+    out.push(b'\n');
+}
+
+thread_local! {
+    static CACHE: RefCell<Head> = const { RefCell::new(Head::new()) };
+}
+
+/// What a thread formatted last of a record's head, which changes slowly:
+/// the date and time up to the second, and the part between the time and
+/// the message (` ERROR rt::db db.rs:42] `), which is the same for every
+/// record of one call site. The middle is reused only if the level, the
+/// color, the line and the bytes of the target and the file all match.
+struct Head {
+    second: u64,
+    second_text: [u8; 20],
+    level: Level,
+    color: bool,
+    line: u32,
+    target: Vec<u8>,
+    file: Vec<u8>,
+    middle: Vec<u8>,
+}
+
+impl Head {
+    const fn new() -> Head {
+        Head {
+            second: u64::MAX,
+            second_text: [0; 20],
+            level: Level::Trace,
+            color: false,
+            line: 0,
+            target: Vec::new(),
+            file: Vec::new(),
+            middle: Vec::new(),
+        }
+    }
+
+    /// Appends the time and the middle, from the cache where it holds.
+    fn push_head(&mut self, out: &mut Vec<u8>, since: Duration, record: &Record<'_>, color: bool) {
+        let secs = since.as_secs();
+        if secs != self.second {
+            self.second_text = second_prefix(secs);
+            self.second = secs;
+        }
+        out.extend_from_slice(&self.second_text);
+        push_micros(out, since);
+        let same = !self.middle.is_empty()
+            && self.line == record.line
+            && self.level == record.level
+            && self.color == color
+            && self.target == record.target.as_bytes()
+            && self.file == record.file.as_bytes();
+        if !same {
+            self.middle.clear();
+            push_middle(&mut self.middle, record, color);
+            self.target.clear();
+            self.target.extend_from_slice(record.target.as_bytes());
+            self.file.clear();
+            self.file.extend_from_slice(record.file.as_bytes());
+            (self.line, self.level, self.color) = (record.line, record.level, color);
+        }
+        out.extend_from_slice(&self.middle);
+    }
+}
+
+/// Appends the part between the time and the message:
+/// ` ERROR rt::db db.rs:42] `.
+fn push_middle(out: &mut Vec<u8>, record: &Record<'_>, color: bool) {
     out.push(b' ');
     let name = record.level.name().as_bytes();
     if color {
@@ -63,15 +180,6 @@ pub fn format_record(out: &mut Vec<u8>, now: SystemTime, record: &Record<'_>, co
         }
     }
     out.extend_from_slice(b"] ");
-    match record.fields {
-        None => escape_into(out, record.message),
-        Some(fields) => {
-            fields::push_prefix(out, fields);
-            escape_into(out, record.message);
-            fields::push_suffix(out, fields);
-        }
-    }
-    out.push(b'\n');
 }
 
 /// The last path component: records name the file, not the build machine's
@@ -163,26 +271,13 @@ pub(crate) fn push_decimal(out: &mut Vec<u8>, mut n: u64, width: usize) {
     out.extend_from_slice(&digits[i..]);
 }
 
-/// Appends `2026-12-02T09:19:22.123456Z` (UTC, microseconds). The part
-/// up to the second is computed once per second per thread.
-fn push_timestamp(out: &mut Vec<u8>, now: SystemTime) {
-    thread_local! {
-        static SECOND: Cell<(u64, [u8; 20])> = const { Cell::new((u64::MAX, [0; 20])) };
-    }
-    let since = now.duration_since(UNIX_EPOCH).unwrap_or_default();
-    let secs = since.as_secs();
-    let prefix = SECOND
-        .try_with(|cached| {
-            let (at, prefix) = cached.get();
-            if at == secs {
-                return prefix;
-            }
-            let prefix = second_prefix(secs);
-            cached.set((secs, prefix));
-            prefix
-        })
-        .unwrap_or_else(|_| second_prefix(secs));
-    out.extend_from_slice(&prefix);
+/// Appends `2026-12-02T09:19:22.` for `secs` seconds since the epoch.
+fn push_second(out: &mut Vec<u8>, secs: u64) {
+    out.extend_from_slice(&second_prefix(secs));
+}
+
+/// Appends `123456Z`: the microseconds of `since`, and the zone.
+fn push_micros(out: &mut Vec<u8>, since: Duration) {
     let mut micros = [0u8; 7];
     let mut n = since.subsec_micros();
     for digit in micros[..6].iter_mut().rev() {
@@ -309,15 +404,65 @@ mod tests {
 
     #[test]
     fn the_cached_second_follows_the_clock() {
-        let mut a = Vec::new();
+        let r = record("rt", "f.rs", 1, b"m");
         let t = UNIX_EPOCH + Duration::new(1_796_117_962, 5_000);
-        push_timestamp(&mut a, t);
-        push_timestamp(&mut a, t + Duration::from_secs(1));
-        push_timestamp(&mut a, t + Duration::from_secs(86_400));
+        let mut a = Vec::new();
+        for t in [
+            t,
+            t + Duration::from_secs(1),
+            t + Duration::from_secs(86_400),
+            t,
+        ] {
+            format_record(&mut a, t, &r, false);
+        }
         assert_eq!(
             String::from_utf8(a).unwrap(),
-            "2026-12-01T09:39:22.000005Z2026-12-01T09:39:23.000005Z2026-12-02T09:39:22.000005Z"
+            "[2026-12-01T09:39:22.000005Z ERROR rt f.rs:1] m\n\
+             [2026-12-01T09:39:23.000005Z ERROR rt f.rs:1] m\n\
+             [2026-12-02T09:39:22.000005Z ERROR rt f.rs:1] m\n\
+             [2026-12-01T09:39:22.000005Z ERROR rt f.rs:1] m\n"
         );
+    }
+
+    /// The record as formatted without the per-thread cache.
+    fn uncached(t: SystemTime, record: &Record<'_>, color: bool) -> Vec<u8> {
+        let since = t.duration_since(UNIX_EPOCH).unwrap();
+        let mut out = b"[".to_vec();
+        push_second(&mut out, since.as_secs());
+        push_micros(&mut out, since);
+        push_middle(&mut out, record, color);
+        escape_into(&mut out, record.message);
+        out.push(b'\n');
+        out
+    }
+
+    #[test]
+    fn the_cached_head_matches_the_uncached_one() {
+        // Targets and files rewritten in place: the same address and
+        // length with other bytes must not reuse the cached middle.
+        let mut target = String::from("rt::a");
+        let mut file = String::from("src/a.rs");
+        let t = UNIX_EPOCH + Duration::new(1_796_117_962, 999_999_000);
+        let mut seed = 7u32;
+        for i in 0..2000u32 {
+            seed = seed.wrapping_mul(1_103_515_245).wrapping_add(12_345);
+            let pick = seed >> 16;
+            if pick % 5 == 0 {
+                let c = char::from(b'a' + (pick % 26) as u8);
+                target.replace_range(4..5, c.encode_utf8(&mut [0; 4]));
+            }
+            if pick % 7 == 0 {
+                let c = char::from(b'a' + (pick % 23) as u8);
+                file.replace_range(4..5, c.encode_utf8(&mut [0; 4]));
+            }
+            let mut r = record(&target, &file, pick % 3, b"message");
+            r.level = Level::ALL[(pick % 6) as usize];
+            let color = pick % 11 == 0;
+            let when = t + Duration::from_micros(u64::from(i) * 997);
+            let mut out = Vec::new();
+            format_record(&mut out, when, &r, color);
+            assert_eq!(out, uncached(when, &r, color), "record {i}");
+        }
     }
 
     #[test]

@@ -11,7 +11,7 @@ use crate::destination::to_logging;
 use crate::errors::Errors;
 use crate::fd::{self, STDERR};
 use crate::filter;
-use crate::format::format_record;
+use crate::format::{format_record_at, now_since_epoch};
 use crate::kept::{Kept, Taken, CAP};
 use crate::level::Level;
 use crate::pending::{queue, Batch, Pending, PendingRecord};
@@ -22,7 +22,7 @@ use crate::worker::CallHandle;
 use std::cell::{BorrowMutError, Cell, RefCell, RefMut};
 use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU64, AtomicU8, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, Once, Weak};
-use std::time::{Duration, SystemTime};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 static STALL_WAIT_MICROS: AtomicU64 = AtomicU64::new(100_000);
 /// Records emitted, by level, by threads that have ended or that emitted
@@ -104,13 +104,13 @@ pub(crate) fn enabled(level: Level, target: &str) -> bool {
 
 /// Routes one record that the filter let through.
 pub(crate) fn emit_record(record: &Record<'_>) {
-    let now = SystemTime::now();
+    let now = now_since_epoch();
     if to_logging() && record.level != Level::Fatal {
-        return keep_for_logging(record, now);
+        return keep_for_logging(record, UNIX_EPOCH + now);
     }
     let format = |out: &mut Vec<u8>, sink: Sink| {
         let color = color::use_color(color::choice(), sink, fd::stderr_is_terminal);
-        format_record(out, now, record, color)
+        format_record_at(out, now, record, color)
     };
     let (level, mut message) = (record.level, record.message);
     // What an exception shows of an Error record: with its span context
