@@ -6,7 +6,6 @@
 //! (write the lines it kept). The log function itself never touches Python.
 
 use crate::destination::to_logging;
-use crate::format::decode_backslashreplace;
 use crate::kept::Taken;
 use crate::pending::queue;
 use crate::route::{daemon_avoids_python, return_plan, ReturnPlan, Sink};
@@ -14,9 +13,9 @@ use crate::sink::{
     count_noted, exit_wait, queue_pending, queue_pending_as_text, stall_wait, write_everything,
     write_fd2, write_queue, ThreadState, THREAD,
 };
-use pyo3::exceptions::PyException;
+use pyo3::exceptions::{PyException, PyOverflowError};
 use pyo3::prelude::*;
-use pyo3::types::PyCFunction;
+use pyo3::types::{PyCFunction, PyString};
 use std::panic::AssertUnwindSafe;
 use std::sync::{Mutex, Once, OnceLock};
 use std::time::Duration;
@@ -238,7 +237,10 @@ fn write_through_python(py: Python<'_>, text: &[u8]) -> Written {
         Ok(_) => return Written::NoStream,
         Err(err) => return Written::Failed(err),
     };
-    let text = decode_backslashreplace(text);
+    let text = match decode_to_str(py, text) {
+        Ok(text) => text,
+        Err(err) => return Written::Failed(err),
+    };
     THREAD.with(|t| t.writing_kept.set(true));
     let written = match stderr.call_method1("write", (text,)) {
         Err(err) => Written::Failed(err),
@@ -249,6 +251,25 @@ fn write_through_python(py: Python<'_>, text: &[u8]) -> Written {
     };
     THREAD.with(|t| t.writing_kept.set(false));
     written
+}
+
+/// The kept lines as a Python `str`, decoded by CPython itself in one
+/// pass: `bytes.decode("utf-8", "backslashreplace")`, which a record's
+/// bytes always pass unchanged (the formatter writes valid UTF-8 only).
+fn decode_to_str<'py>(py: Python<'py>, text: &[u8]) -> PyResult<Bound<'py, PyString>> {
+    let len = isize::try_from(text.len()).map_err(|e| PyOverflowError::new_err(e.to_string()))?;
+    // SAFETY: the GIL is held (`py`); `text` is a live slice of `len`
+    // bytes that CPython only reads, and the error handler's name is a
+    // NUL-terminated string. The call returns a new reference or NULL with
+    // an exception set, which `from_owned_ptr_or_err` takes over.
+    unsafe {
+        let decoded = pyo3::ffi::PyUnicode_DecodeUTF8(
+            text.as_ptr().cast(),
+            len,
+            c"backslashreplace".as_ptr(),
+        );
+        Ok(Bound::from_owned_ptr_or_err(py, decoded)?.cast_into_unchecked())
+    }
 }
 
 /// Whether an exception raised while the call's lines were written must

@@ -443,6 +443,42 @@ mod tests {
     }
 
     #[test]
+    fn a_pipe_or_null_that_becomes_a_file_is_written_in_full() {
+        let path = std::env::temp_dir().join(format!("pylogsink-p-{}", std::process::id()));
+        let file = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .open(&path)
+            .unwrap();
+        std::fs::remove_file(&path).unwrap();
+        let null = std::fs::OpenOptions::new()
+            .write(true)
+            .open("/dev/null")
+            .unwrap();
+        let (r, w) = pipe();
+        let fd = w.as_raw_fd();
+        assert_eq!(write_with_room(fd, b"pipe\n", Duration::ZERO), 5);
+        // SAFETY: both descriptors are open; dup2 replaces `fd` in place.
+        unsafe { libc::dup2(null.as_raw_fd(), fd) };
+        assert_eq!(write_with_room(fd, b"null\n", Duration::ZERO), 5);
+        // SAFETY: as above.
+        unsafe { libc::dup2(file.as_raw_fd(), fd) };
+        let text = vec![b'f'; 100_000];
+        assert_eq!(write_with_room(fd, &text, Duration::ZERO), text.len());
+        let mut read = Vec::new();
+        let mut f = std::fs::File::from(r);
+        std::io::Read::read_to_end(&mut f, &mut read).unwrap();
+        assert_eq!(read, b"pipe\n");
+        let mut written = Vec::new();
+        let mut file = file;
+        std::io::Seek::rewind(&mut file).unwrap();
+        std::io::Read::read_to_end(&mut file, &mut written).unwrap();
+        assert_eq!(written, text);
+    }
+
+    #[test]
     fn seekable_means_it_never_waits_for_a_reader() {
         let (r, w) = pipe();
         assert!(!is_seekable(r.as_raw_fd()) && !is_seekable(w.as_raw_fd()));
