@@ -109,10 +109,23 @@ pub(crate) fn write_from_signal_handler(fd: RawFd, text: &[u8], deadline: Instan
 
 /// Writes one piece; `None` if there was no room within `wait`. The clock
 /// is read only once the piece has found no room.
+#[inline]
 fn write_piece(fd: RawFd, piece: &[u8], wait: Duration) -> Option<usize> {
+    match try_write(fd, piece) {
+        Ok(n) => Some(n),
+        Err(blocked) => write_piece_blocked(fd, piece, wait, blocked),
+    }
+}
+
+/// The rest of [`write_piece`] once a first try found no room, was
+/// interrupted or failed.
+#[cold]
+#[inline(never)]
+fn write_piece_blocked(fd: RawFd, piece: &[u8], wait: Duration, first: Blocked) -> Option<usize> {
     let mut deadline = None;
+    let mut tried = Err(first);
     loop {
-        match try_write(fd, piece) {
+        match tried {
             Ok(n) => return Some(n),
             Err(Blocked::Full(poll_fd)) => {
                 let deadline = *deadline.get_or_insert_with(|| Instant::now() + wait);
@@ -127,6 +140,7 @@ fn write_piece(fd: RawFd, piece: &[u8], wait: Duration) -> Option<usize> {
                 return Some(piece.len());
             }
         }
+        tried = try_write(fd, piece);
     }
 }
 
@@ -147,31 +161,43 @@ fn classify(err: io::Error, fd: RawFd) -> Blocked {
     }
 }
 
+#[inline]
 fn try_write(fd: RawFd, piece: &[u8]) -> Result<usize, Blocked> {
-    let plain = || write_plain(fd, piece).map_err(|e| classify(e, fd));
     if KIND.refuses_nowait(fd) {
-        if is_seekable(fd) {
-            return plain();
-        }
-        KIND.remember(fd, false);
+        return try_write_other(fd, piece, None);
     }
     match write_nowait(fd, piece) {
-        Ok(n) => return Ok(n),
+        Ok(n) => Ok(n),
+        Err(e) => try_write_other(fd, piece, Some(e)),
+    }
+}
+
+/// [`try_write`] where `RWF_NOWAIT` failed (`nowait`), or was not tried
+/// because the descriptor was last found to refuse it.
+#[cold]
+#[inline(never)]
+fn try_write_other(fd: RawFd, piece: &[u8], nowait: Option<io::Error>) -> Result<usize, Blocked> {
+    let plain = || write_plain(fd, piece).map_err(|e| classify(e, fd));
+    let nowait = match nowait {
+        Some(err) => err,
+        None if is_seekable(fd) => return plain(),
+        None => {
+            KIND.remember(fd, false);
+            match write_nowait(fd, piece) {
+                Ok(n) => return Ok(n),
+                Err(err) => err,
+            }
+        }
+    };
+    match nowait.raw_os_error() {
         // A file system that takes RWF_NOWAIT may still refuse a write
         // that would wait for the disk; a file never waits for a reader.
-        Err(e) if e.raw_os_error() == Some(libc::EAGAIN) && is_seekable(fd) => {
+        Some(libc::EAGAIN) if is_seekable(fd) => {
             KIND.remember(fd, true);
             return plain();
         }
-        Err(e)
-            if !matches!(
-                e.raw_os_error(),
-                Some(libc::EOPNOTSUPP | libc::EINVAL | libc::ENOSYS)
-            ) =>
-        {
-            return Err(classify(e, fd))
-        }
-        Err(_) => {}
+        Some(libc::EOPNOTSUPP | libc::EINVAL | libc::ENOSYS) => {}
+        _ => return Err(classify(nowait, fd)),
     }
     if is_seekable(fd) {
         KIND.remember(fd, true);
@@ -228,9 +254,27 @@ fn write_nowait(fd: RawFd, piece: &[u8]) -> io::Result<usize> {
         iov_base: piece.as_ptr() as *mut libc::c_void,
         iov_len: piece.len(),
     };
+    // The system call itself, not libc's wrapper: that one makes the call
+    // a cancellation point, which costs more user-space instructions than
+    // the rest of the write. Offset -1 (the file's own) is passed as its
+    // low half, 0 as its high half, as the kernel takes it on 64 bits.
     // SAFETY: `iov` points at `piece`, which stays borrowed and alive for
     // the whole call; the kernel only reads from it. An invalid `fd` makes
     // the call fail with EBADF, nothing worse.
+    #[cfg(target_pointer_width = "64")]
+    let n = unsafe {
+        libc::syscall(
+            libc::SYS_pwritev2,
+            fd,
+            &iov as *const libc::iovec,
+            1,
+            -1 as libc::c_long,
+            0 as libc::c_long,
+            libc::RWF_NOWAIT,
+        )
+    };
+    // SAFETY: as above.
+    #[cfg(not(target_pointer_width = "64"))]
     let n = unsafe { libc::pwritev2(fd, &iov, 1, -1, libc::RWF_NOWAIT) };
     if n < 0 {
         Err(io::Error::last_os_error())

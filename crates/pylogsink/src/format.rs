@@ -276,16 +276,28 @@ fn push_second(out: &mut Vec<u8>, secs: u64) {
     out.extend_from_slice(&second_prefix(secs));
 }
 
+/// "00" to "99": two digits per division instead of one.
+const PAIRS: &[u8; 200] = b"\
+    0001020304050607080910111213141516171819\
+    2021222324252627282930313233343536373839\
+    4041424344454647484950515253545556575859\
+    6061626364656667686970717273747576777879\
+    8081828384858687888990919293949596979899";
+
 /// Appends `123456Z`: the microseconds of `since`, and the zone.
 fn push_micros(out: &mut Vec<u8>, since: Duration) {
-    let mut micros = [0u8; 7];
-    let mut n = since.subsec_micros();
-    for digit in micros[..6].iter_mut().rev() {
-        *digit = b'0' + (n % 10) as u8;
-        n /= 10;
-    }
-    micros[6] = b'Z';
-    out.extend_from_slice(&micros);
+    let n = since.subsec_micros() as usize % 1_000_000;
+    let (high, low) = (n / 10_000, n % 10_000);
+    let (mid, low) = (low / 100, low % 100);
+    out.extend_from_slice(&[
+        PAIRS[2 * high],
+        PAIRS[2 * high + 1],
+        PAIRS[2 * mid],
+        PAIRS[2 * mid + 1],
+        PAIRS[2 * low],
+        PAIRS[2 * low + 1],
+        b'Z',
+    ]);
 }
 
 /// `2026-12-02T09:19:22.` for `secs` seconds since the Unix epoch.
@@ -429,7 +441,7 @@ mod tests {
         let since = t.duration_since(UNIX_EPOCH).unwrap();
         let mut out = b"[".to_vec();
         push_second(&mut out, since.as_secs());
-        push_micros(&mut out, since);
+        out.extend_from_slice(format!("{:06}Z", since.subsec_micros()).as_bytes());
         push_middle(&mut out, record, color);
         escape_into(&mut out, record.message);
         out.push(b'\n');
@@ -458,7 +470,7 @@ mod tests {
             let mut r = record(&target, &file, pick % 3, b"message");
             r.level = Level::ALL[(pick % 6) as usize];
             let color = pick % 11 == 0;
-            let when = t + Duration::from_micros(u64::from(i) * 997);
+            let when = t + Duration::from_micros(u64::from(i) * 997 + u64::from(pick));
             let mut out = Vec::new();
             format_record(&mut out, when, &r, color);
             assert_eq!(out, uncached(when, &r, color), "record {i}");
