@@ -193,12 +193,19 @@ fn base_name(file: &str) -> &str {
 
 /// Appends `bytes` to `out` with invalid UTF-8 and control characters
 /// escaped as `\xNN`, and newlines turned into [`CONTINUATION`].
+#[inline]
 pub fn escape_into(out: &mut Vec<u8>, bytes: &[u8]) {
     // Fast path: printable ASCII needs no work at all.
     if is_plain(bytes) {
         out.extend_from_slice(bytes);
-        return;
+    } else {
+        escape_slowly(out, bytes);
     }
+}
+
+/// [`escape_into`] for text that is not all printable ASCII.
+#[inline(never)]
+fn escape_slowly(out: &mut Vec<u8>, bytes: &[u8]) {
     for chunk in bytes.utf8_chunks() {
         let mut chars = chunk.valid().chars().peekable();
         while let Some(c) = chars.next() {
