@@ -8,16 +8,20 @@
 //! (taking the GIL is then only a counter increment), so the ratios
 //! against them are conservative.
 //!
-//! pyo3-log is installed as the `log` crate's logger (only one logger per
-//! process), and pylogsink is driven through [`pylogsink::emit`] directly,
-//! with the filter "info", so that the Info records of every measurement
-//! are logged; the filter's own measurements change it and put it back.
+//! Loading the module installs no `log` logger: a process has one, set
+//! once, and each child of the benchmark picks its own with [`install`]
+//! (pylogsink, env_logger or pyo3-log) before it measures anything. Most
+//! measurements drive pylogsink through [`pylogsink::emit`] directly, which
+//! needs no logger; those of the `log` front end against its peers
+//! ([`peer_lines`]) and those through pyo3-log need theirs installed. The
+//! filter is "info", so that the Info records of every measurement are
+//! logged; the filter's own measurements change it and put it back.
 //! Records go to stderr as text, except in the children that measure the
 //! `logging` destination, which set it with [`set_destination`].
 
 use pylogsink::format::format_record;
 use pylogsink::{emit, Destination, Level, Record};
-use pyo3::exceptions::PyValueError;
+use pyo3::exceptions::{PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::PyString;
 use std::sync::{Barrier, LazyLock};
@@ -173,6 +177,139 @@ fn loop_tracing(n: u64, message: &str) {
     }
 }
 
+/// The message of a record that `log::error!` makes in this module (target
+/// `module_path!()`, this file, a three-digit line: see
+/// [`loop_log_pylogsink`]) whose line, as pylogsink writes it, is exactly
+/// `size` bytes, newline included; and that line.
+fn log_message_for(size: usize) -> PyResult<(String, Vec<u8>)> {
+    let line = |message: &[u8]| {
+        let mut out = Vec::with_capacity(message.len() + 64);
+        let record = Record {
+            level: Level::Error,
+            target: module_path!(),
+            file: FILE,
+            line: 100,
+            message,
+            fields: None,
+        };
+        format_record(&mut out, SystemTime::now(), &record, false);
+        out
+    };
+    let frame = line(b"").len();
+    if size < frame {
+        return Err(PyValueError::new_err(format!(
+            "a record is at least {frame} bytes"
+        )));
+    }
+    let message = "x".repeat(size - frame);
+    let bytes = line(message.as_bytes());
+    Ok((message, bytes))
+}
+
+/// Installs the process's `log` logger, once, before anything is measured:
+/// `which` is "pylogsink" (its builder, with the filter [`FILTER`], no
+/// color, no `tracing` subscriber), "env_logger" (its default format, with
+/// the timestamp, level and target, at Info, to stderr, no color) or
+/// "pyo3-log" (to Python's `logging`).
+#[pyfunction]
+fn install(which: &str) -> PyResult<()> {
+    let failed = |e: &dyn std::fmt::Display| PyRuntimeError::new_err(format!("{which}: {e}"));
+    match which {
+        "pylogsink" => {
+            pylogsink::Builder::new()
+                .default_filter(FILTER)
+                .color(pylogsink::ColorChoice::Never)
+                .tracing_subscriber(false)
+                .init()
+                .map_err(|e| failed(&e))?;
+            // Whatever the environment says: the benchmark's filter.
+            set_filter(FILTER)
+        }
+        "env_logger" => env_logger::Builder::new()
+            .filter_level(log::LevelFilter::Info)
+            .write_style(env_logger::WriteStyle::Never)
+            .target(env_logger::Target::Stderr)
+            .try_init()
+            .map_err(|e| failed(&e)),
+        "pyo3-log" => pyo3_log::try_init().map(drop).map_err(|e| failed(&e)),
+        _ => Err(PyValueError::new_err(format!("unknown logger {which:?}"))),
+    }
+}
+
+/// `n` lines of a message that makes pylogsink's `log::error!` line `size`
+/// bytes, through `which`, each timed over the loop only:
+///
+/// - "pylogsink": `log::error!("{}", message)` with pylogsink as the `log`
+///   logger ([`install`] first), inside one `pylogsink::call` (with
+///   `sys.stderr is sys.__stderr__`, each line goes to fd 2 at once);
+/// - "env_logger": the same macro, with env_logger as the logger;
+/// - "fmt": `tracing::error!("{}", message)` through tracing-subscriber's
+///   fmt layer (the dispatcher of [`TRACING`]), set as the thread's default;
+/// - "bare": `write(2)` of pylogsink's line, formatted beforehand.
+#[pyfunction]
+fn peer_lines(py: Python<'_>, n: u64, size: usize, which: &str) -> PyResult<u64> {
+    let (message, line) = log_message_for(size)?;
+    match which {
+        "pylogsink" => {
+            let before = pylogsink::stats().emitted;
+            let ns = pylogsink::call(py, || {
+                let start = Instant::now();
+                loop_log_pylogsink(n, &message);
+                Ok(nanos(start))
+            })?;
+            // Another logger, or none, would be measured instead.
+            let emitted = pylogsink::stats().emitted - before;
+            if emitted != n {
+                return Err(PyRuntimeError::new_err(format!(
+                    "pylogsink logged {emitted} of {n} records: is it the log logger?"
+                )));
+            }
+            Ok(ns)
+        }
+        "env_logger" => {
+            let start = Instant::now();
+            loop_log_env_logger(n, &message);
+            Ok(nanos(start))
+        }
+        "fmt" => Ok(tracing::dispatcher::with_default(&TRACING[1], || {
+            let start = Instant::now();
+            loop_tracing_fmt(n, &message);
+            nanos(start)
+        })),
+        "bare" => {
+            let start = Instant::now();
+            loop_bare(n, &line);
+            Ok(nanos(start))
+        }
+        _ => Err(PyValueError::new_err(format!(
+            "unknown contender {which:?}"
+        ))),
+    }
+}
+
+#[inline(never)]
+fn loop_log_pylogsink(n: u64, message: &str) {
+    // `log_message_for` counts a line number of three digits (run.py
+    // checks the bytes written on a regular file).
+    for _ in 0..n {
+        log::error!("{}", message);
+    }
+}
+
+#[inline(never)]
+fn loop_log_env_logger(n: u64, message: &str) {
+    for _ in 0..n {
+        log::error!("{}", message);
+    }
+}
+
+#[inline(never)]
+fn loop_tracing_fmt(n: u64, message: &str) {
+    for _ in 0..n {
+        tracing::error!("{}", message);
+    }
+}
+
 /// `pylogsink::set_filter`, its error as Python's.
 fn set_filter(spec: &str) -> PyResult<()> {
     pylogsink::set_filter(spec).map_err(|e| PyValueError::new_err(e.to_string()))
@@ -298,8 +435,8 @@ fn naive_lines(n: u64, size: usize) -> PyResult<u64> {
     Ok(nanos(start))
 }
 
-/// `n` lines through `log::info!` to pyo3-log (Python's `logging` is set
-/// up by the caller); `message` is the text of each line, and the target
+/// `n` lines through `log::info!` to pyo3-log (installed by
+/// `install("pyo3-log")`; Python's `logging` is set up by the caller); `message` is the text of each line, and the target
 /// the same as pylogsink's records (pyo3-log's logger `myruntime.backend`).
 #[pyfunction]
 fn pyo3log_lines(n: u64, message: &str) -> u64 {
@@ -481,13 +618,14 @@ fn stats() -> (u64, u64, u64) {
     (s.emitted, s.left_out, s.failed_bytes)
 }
 
-/// The module: installs pyo3-log as the `log` crate's logger, and sets
-/// pylogsink's filter to [`FILTER`] (the default, "warn", would drop the
-/// benchmark's Info records).
+/// The module: sets pylogsink's filter to [`FILTER`] (the default, "warn",
+/// would drop the benchmark's Info records). It installs no `log` logger:
+/// each child calls [`install`] with the one it measures.
 #[pymodule]
 fn pylogsink_bench(m: &Bound<'_, PyModule>) -> PyResult<()> {
-    pyo3_log::try_init().map_err(|e| pyo3::exceptions::PyRuntimeError::new_err(e.to_string()))?;
     set_filter(FILTER)?;
+    m.add_function(wrap_pyfunction!(install, m)?)?;
+    m.add_function(wrap_pyfunction!(peer_lines, m)?)?;
     m.add_function(wrap_pyfunction!(record_bytes, m)?)?;
     m.add_function(wrap_pyfunction!(bare_write, m)?)?;
     m.add_function(wrap_pyfunction!(format_write, m)?)?;
