@@ -61,7 +61,7 @@ impl log::Log for Logger {
                 return false;
             };
             s.clear();
-            let _ = write!(s, "{}", record.args());
+            let _ = s.write_fmt(*record.args());
             with(s.as_bytes());
             true
         });
