@@ -91,6 +91,51 @@ fn loop_bare(n: u64, line: &[u8]) {
     }
 }
 
+/// The system calls that write a line without ever blocking, on the same
+/// pre-formatted bytes as [`bare_write`], `n` times: `"nowait"` is one
+/// `pwritev2(RWF_NOWAIT)` (taken by pipes, sockets, /dev/null),
+/// `"lseek"` is `lseek` then `write(2)` (how a file that refuses
+/// `RWF_NOWAIT` is proven not to be a pipe). The floor under a direct line
+/// that must check, on every line, that it cannot block.
+#[pyfunction]
+fn nonblocking_write(n: u64, size: usize, how: &str) -> PyResult<u64> {
+    let line = record(&message_for(size)?);
+    let start = Instant::now();
+    match how {
+        "nowait" => loop_nowait(n, &line),
+        "lseek" => loop_lseek_write(n, &line),
+        _ => return Err(PyValueError::new_err(format!("unknown write {how:?}"))),
+    }
+    Ok(nanos(start))
+}
+
+#[inline(never)]
+fn loop_nowait(n: u64, line: &[u8]) {
+    let iov = libc::iovec {
+        iov_base: line.as_ptr() as *mut libc::c_void,
+        iov_len: line.len(),
+    };
+    for _ in 0..n {
+        // SAFETY: `iov` points at `line`, alive for the whole loop; the
+        // kernel only reads it.
+        let written = unsafe { libc::pwritev2(2, &iov, 1, -1, libc::RWF_NOWAIT) };
+        std::hint::black_box(written);
+    }
+}
+
+#[inline(never)]
+fn loop_lseek_write(n: u64, line: &[u8]) {
+    for _ in 0..n {
+        // SAFETY: lseek only reads fd 2's offset; `line` is a live slice
+        // the kernel only reads.
+        let written = unsafe {
+            libc::lseek(2, 0, libc::SEEK_CUR);
+            libc::write(2, line.as_ptr().cast(), line.len())
+        };
+        std::hint::black_box(written);
+    }
+}
+
 /// Formatting each record (as pylogsink does) and then `write(2)`: what a
 /// plain blocking sink costs, to tell formatting from routing in (2).
 #[pyfunction]
@@ -385,6 +430,34 @@ fn kept_lines(py: Python<'_>, n: u64, size: usize) -> PyResult<(u64, u64)> {
     Ok((emitted, nanos(start) - emitted))
 }
 
+/// The same as [`kept_lines`] through `log::warn!("{}", message)`: the
+/// `log` front end with a format argument. pylogsink must be the `log`
+/// logger (`install("pylogsink")`).
+#[pyfunction]
+fn kept_log_lines(py: Python<'_>, n: u64, size: usize) -> PyResult<(u64, u64)> {
+    let (message, _) = log_message_for(size)?;
+    let before = pylogsink::stats().emitted;
+    let start = Instant::now();
+    let mut emitted = 0;
+    pylogsink::call(py, || {
+        loop_log_kept(n, &message);
+        emitted = nanos(start);
+        Ok(())
+    })?;
+    let total = nanos(start);
+    if pylogsink::stats().emitted - before != n {
+        return Err(PyRuntimeError::new_err("pylogsink is not the log logger"));
+    }
+    Ok((emitted, total - emitted))
+}
+
+#[inline(never)]
+fn loop_log_kept(n: u64, message: &str) {
+    for _ in 0..n {
+        log::warn!("{}", message);
+    }
+}
+
 /// One `sys.stderr.write` of `text` from native code (making the `str`
 /// included): what writing a call's kept lines costs at the least.
 #[pyfunction]
@@ -628,6 +701,7 @@ fn pylogsink_bench(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(peer_lines, m)?)?;
     m.add_function(wrap_pyfunction!(record_bytes, m)?)?;
     m.add_function(wrap_pyfunction!(bare_write, m)?)?;
+    m.add_function(wrap_pyfunction!(nonblocking_write, m)?)?;
     m.add_function(wrap_pyfunction!(format_write, m)?)?;
     m.add_function(wrap_pyfunction!(direct_lines, m)?)?;
     m.add_function(wrap_pyfunction!(tracing_lines, m)?)?;
@@ -635,6 +709,7 @@ fn pylogsink_bench(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(set_destination, m)?)?;
     m.add_function(wrap_pyfunction!(logging_calls, m)?)?;
     m.add_function(wrap_pyfunction!(kept_lines, m)?)?;
+    m.add_function(wrap_pyfunction!(kept_log_lines, m)?)?;
     m.add_function(wrap_pyfunction!(python_write_once, m)?)?;
     m.add_function(wrap_pyfunction!(noop, m)?)?;
     m.add_function(wrap_pyfunction!(noop_call, m)?)?;
