@@ -66,7 +66,6 @@ pub(crate) fn format_record_at(
     color: bool,
 ) {
     out.reserve(record.message.len() + record.target.len() + 64);
-    out.push(b'[');
     let cached = CACHE.try_with(|cache| match cache.try_borrow_mut() {
         Ok(mut cache) => {
             cache.push_head(out, since, record, color);
@@ -76,8 +75,7 @@ pub(crate) fn format_record_at(
         Err(_) => false,
     });
     if cached != Ok(true) {
-        push_second(out, since.as_secs());
-        push_micros(out, since);
+        out.extend_from_slice(&time_text(&second_prefix(since.as_secs()), since));
         push_middle(out, record, color);
     }
     match record.fields {
@@ -132,8 +130,7 @@ impl Head {
             self.second_text = second_prefix(secs);
             self.second = secs;
         }
-        out.extend_from_slice(&self.second_text);
-        push_micros(out, since);
+        out.extend_from_slice(&time_text(&self.second_text, since));
         let same = !self.middle.is_empty()
             && self.line == record.line
             && self.level == record.level
@@ -278,11 +275,6 @@ pub(crate) fn push_decimal(out: &mut Vec<u8>, mut n: u64, width: usize) {
     out.extend_from_slice(&digits[i..]);
 }
 
-/// Appends `2026-12-02T09:19:22.` for `secs` seconds since the epoch.
-fn push_second(out: &mut Vec<u8>, secs: u64) {
-    out.extend_from_slice(&second_prefix(secs));
-}
-
 /// "00" to "99": two digits per division instead of one.
 const PAIRS: &[u8; 200] = b"\
     0001020304050607080910111213141516171819\
@@ -291,20 +283,24 @@ const PAIRS: &[u8; 200] = b"\
     6061626364656667686970717273747576777879\
     8081828384858687888990919293949596979899";
 
-/// Appends `123456Z`: the microseconds of `since`, and the zone.
-fn push_micros(out: &mut Vec<u8>, since: Duration) {
+/// `[2026-12-02T09:19:22.123456Z`: a record's opening bracket and time,
+/// from the text of its second and the microseconds of `since`.
+fn time_text(second: &[u8; 20], since: Duration) -> [u8; 28] {
     let n = since.subsec_micros() as usize % 1_000_000;
     let (high, low) = (n / 10_000, n % 10_000);
     let (mid, low) = (low / 100, low % 100);
-    out.extend_from_slice(&[
+    let mut text = [b'['; 28];
+    text[1..21].copy_from_slice(second);
+    text[21..27].copy_from_slice(&[
         PAIRS[2 * high],
         PAIRS[2 * high + 1],
         PAIRS[2 * mid],
         PAIRS[2 * mid + 1],
         PAIRS[2 * low],
         PAIRS[2 * low + 1],
-        b'Z',
     ]);
+    text[27] = b'Z';
+    text
 }
 
 /// `2026-12-02T09:19:22.` for `secs` seconds since the Unix epoch.
@@ -447,7 +443,7 @@ mod tests {
     fn uncached(t: SystemTime, record: &Record<'_>, color: bool) -> Vec<u8> {
         let since = t.duration_since(UNIX_EPOCH).unwrap();
         let mut out = b"[".to_vec();
-        push_second(&mut out, since.as_secs());
+        out.extend_from_slice(&second_prefix(since.as_secs()));
         out.extend_from_slice(format!("{:06}Z", since.subsec_micros()).as_bytes());
         push_middle(&mut out, record, color);
         escape_into(&mut out, record.message);
