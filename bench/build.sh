@@ -40,7 +40,7 @@ if [ -n "$py313" ]; then
     -o bench/target/wheels-3.13
   "$venv313/bin/python" -m pip install -q --disable-pip-version-check --force-reinstall --no-deps \
     bench/target/wheels-3.13/pylogsink_bench-*.whl
-  "$venv313/bin/python" -c "import pylogsink_bench as b; print('built for 3.13:', b.__file__.rsplit('/', 1)[1], '-', b.stderr_check())"
+  "$venv313/bin/python" -c "import pylogsink_bench as b; print('built for 3.13:', b.pylogsink_bench.__file__.rsplit('/', 1)[1], '-', b.stderr_check())"
 else
   echo "no CPython 3.13 found: the call overhead is measured on the abi3 build only"
 fi

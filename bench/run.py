@@ -235,7 +235,8 @@ def child_overhead(p, b):
         "loop": timeit.Timer("pass"),
     }
     out = interleaved(p["rounds"], {k: lambda t=t: t.timeit(n) / n * 1e9 for k, t in timers.items()})
-    abi3 = ".abi3." in os.path.basename(b.__file__)
+    native = getattr(b, "pylogsink_bench", b)  # the .so inside the package
+    abi3 = ".abi3." in os.path.basename(native.__file__)
     out["build"] = (
         f"CPython {platform.python_version()}, {'abi3 build' if abi3 else 'version-specific build'}, "
         f"{b.stderr_check()}"

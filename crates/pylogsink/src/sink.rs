@@ -417,10 +417,12 @@ impl ThreadState {
     }
 
     /// Whether records for `logging` may wait for this thread's call.
+    #[inline]
     pub fn pending_any(&self) -> bool {
         self.shared.pending_any.load(Ordering::Relaxed)
     }
 
+    #[inline]
     fn kept_any(&self) -> bool {
         self.shared.kept_any.load(Ordering::Relaxed)
     }
@@ -572,12 +574,14 @@ impl Shared {
         Sink::from_u8(self.sink.load(Ordering::Relaxed))
     }
 
+    #[inline]
     fn set_sink(&self, sink: Sink) {
         self.sink.store(sink as u8, Ordering::Relaxed);
     }
 
     /// Starts call number `call`, with `sink`, and where its lines go if
     /// the process crashes.
+    #[inline]
     fn begin(&self, call: u64, sink: Sink, crash_fd: i32) {
         // Most calls log no error: they spare the lock.
         if self.errors_any.load(Ordering::Relaxed) {
@@ -602,8 +606,25 @@ impl Shared {
     /// Ends the call; returns its sink. With `handed` (workers may be
     /// attached), under the buffers' locks, so that no worker adds a line
     /// once the call's lines are taken: it logs as outside any call.
+    #[inline]
     fn end(&self, handed: bool) -> Sink {
-        let _locks = handed.then(|| (lock(&self.kept), lock(&self.pending)));
+        if handed {
+            return self.end_handed();
+        }
+        self.end_now()
+    }
+
+    /// [`Shared::end`] where workers may be attached: under the locks.
+    #[cold]
+    #[inline(never)]
+    fn end_handed(&self) -> Sink {
+        let _kept = lock(&self.kept);
+        let _pending = lock(&self.pending);
+        self.end_now()
+    }
+
+    #[inline]
+    fn end_now(&self) -> Sink {
         self.call.store(0, Ordering::Release);
         let sink = self.sink();
         self.set_sink(Sink::Outside);
