@@ -43,13 +43,30 @@ pub fn call<T>(py: Python<'_>, f: impl FnOnce() -> PyResult<T>) -> PyResult<T> {
     let run = |t: &ThreadState| {
         enter(py, t);
         let result = std::panic::catch_unwind(AssertUnwindSafe(f.take().expect("runs once")));
-        (t.leave(), result)
+        match (t.leave(), result) {
+            // Most calls: nothing to write, no panic.
+            (left, Ok(result)) if !must_write(left) => result,
+            (left, result) => return_after_writing(py, left, result),
+        }
     };
-    let (left, result) = match THREAD.try_with(run) {
-        Ok(done) => done,
+    match THREAD.try_with(run) {
+        Ok(result) => result,
         // The thread is being torn down: there is no call state to keep.
-        Err(_) => return f.take().expect("not run yet")(),
-    };
+        Err(_) => f.take().expect("not run yet")(),
+    }
+}
+
+/// The end of a [`call`] that has lines or records to write, or panicked:
+/// writes them, then resumes the panic, or returns `result`, or the
+/// exception raised while they were written with `result`'s error as its
+/// `__context__`.
+#[cold]
+#[inline(never)]
+fn return_after_writing<T>(
+    py: Python<'_>,
+    left: Option<(Sink, bool)>,
+    result: std::thread::Result<PyResult<T>>,
+) -> PyResult<T> {
     let written = leave(py, left);
     let result = match result {
         Ok(result) => result,
@@ -99,7 +116,7 @@ pub fn call_exit(py: Python<'_>) -> PyResult<()> {
 }
 
 /// Steps `t` into a call; the outermost one looks at `sys.stderr`.
-#[inline]
+#[inline(always)]
 fn enter(py: Python<'_>, t: &ThreadState) {
     let outermost = t.enter(|| stderr_is_own(py), || surviving_fd(py));
     if outermost && to_logging() {
@@ -112,10 +129,18 @@ fn enter(py: Python<'_>, t: &ThreadState) {
 #[inline]
 fn leave(py: Python<'_>, left: Option<(Sink, bool)>) -> PyResult<()> {
     match left {
-        Some((sink, waiting)) if waiting || queue_pending() || queue::waiting() => {
-            write_at_return(py, sink).map_or(Ok(()), Err)
-        }
+        Some((sink, _)) if must_write(left) => write_at_return(py, sink).map_or(Ok(()), Err),
         _ => Ok(()),
+    }
+}
+
+/// Whether [`ThreadState::leave`] left the outermost call, with lines or
+/// records that may wait: the call's own, or the process-wide queue's.
+#[inline(always)]
+fn must_write(left: Option<(Sink, bool)>) -> bool {
+    match left {
+        Some((_, waiting)) => waiting || queue_pending() || queue::waiting(),
+        None => false,
     }
 }
 
@@ -525,6 +550,8 @@ mod watch {
 /// file's descriptor; an in-memory one (pytest's, `io.StringIO`) none.
 /// Asked of Python once per `sys.stderr` object: the answer is kept with a
 /// reference to the object, so that its address cannot name another.
+#[cold]
+#[inline(never)]
 fn surviving_fd(py: Python<'_>) -> i32 {
     static LAST: Mutex<Option<(Py<PyAny>, i32)>> = Mutex::new(None);
     let Ok(stderr) = py.import("sys").and_then(|sys| sys.getattr("stderr")) else {

@@ -344,7 +344,7 @@ impl ThreadState {
     /// `surviving_fd`, only where `sys.stderr` was replaced: the descriptor
     /// the crash handler writes the call's lines to (see
     /// [`crate::crash`]), or -1 for fd 2.
-    #[inline]
+    #[inline(always)]
     pub fn enter(
         &self,
         stderr_is_own: impl FnOnce() -> bool,
@@ -368,7 +368,7 @@ impl ThreadState {
 
     /// Steps out of a call. If that left the outermost call: its sink, and
     /// whether lines or records may wait. Outside any call, nothing.
-    #[inline]
+    #[inline(always)]
     pub fn leave(&self) -> Option<(Sink, bool)> {
         let depth = self.depth.get().checked_sub(1)?;
         self.depth.set(depth);
