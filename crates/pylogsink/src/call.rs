@@ -36,6 +36,7 @@ use std::time::Duration;
 /// own error, if any, as its `__context__`.
 ///
 /// It is [`call_enter`], `f`, then [`call_exit`].
+#[inline]
 pub fn call<T>(py: Python<'_>, f: impl FnOnce() -> PyResult<T>) -> PyResult<T> {
     register_exit_flush(py);
     let mut f = Some(f);

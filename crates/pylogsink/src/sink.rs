@@ -585,14 +585,21 @@ impl Shared {
     fn begin(&self, call: u64, sink: Sink, crash_fd: i32) {
         // Most calls log no error: they spare the lock.
         if self.errors_any.load(Ordering::Relaxed) {
-            self.errors_any.store(false, Ordering::Relaxed);
-            if let Ok(mut errors) = self.errors.try_lock() {
-                errors.clear();
-            }
+            self.clear_errors();
         }
         self.crash_fd.store(crash_fd, Ordering::Relaxed);
         self.set_sink(sink);
         self.call.store(call, Ordering::Release);
+    }
+
+    /// Forgets the Error-level messages of the call before.
+    #[cold]
+    #[inline(never)]
+    fn clear_errors(&self) {
+        self.errors_any.store(false, Ordering::Relaxed);
+        if let Ok(mut errors) = self.errors.try_lock() {
+            errors.clear();
+        }
     }
 
     /// Collects an Error-level message for the call's exception.
