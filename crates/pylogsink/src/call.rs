@@ -466,11 +466,16 @@ mod watch {
         // SAFETY: the GIL is held (the `Python` token). `on_sys_dict_event`
         // has the signature of `PyDict_WatchCallback` and lives as long as
         // the process; `dict` is `sys.__dict__`, a live dict (see
-        // `sys_names`). On failure both functions set an exception, which
-        // `PyErr::take` clears.
+        // `sys_names`); `id` is the watcher just added. On failure these
+        // functions set an exception, which `PyErr::take` clears.
         let watched = unsafe {
             let id = PyDict_AddWatcher(on_sys_dict_event);
-            id >= 0 && pyo3::ffi::PyDict_Watch(id, dict) == 0
+            if id >= 0 && pyo3::ffi::PyDict_Watch(id, dict) != 0 {
+                pyo3::ffi::PyDict_ClearWatcher(id);
+                false
+            } else {
+                id >= 0
+            }
         };
         if !watched {
             drop(PyErr::take(py));
