@@ -315,7 +315,7 @@ struct SysNames {
     dict: usize,
     stderr: usize,
     own_stderr: usize,
-    /// Whether a dict watcher on `sys.__dict__` keeps [`watch::KNOWN`].
+    /// Whether a dict watcher on `sys.__dict__` keeps the answer.
     watched: bool,
 }
 
@@ -359,8 +359,9 @@ fn stderr_is_own(py: Python<'_>) -> bool {
 }
 
 /// [`stderr_is_own`] by the two lookups; kept for the next calls where the
-/// watcher will tell when it changes.
-#[cold]
+/// watcher will tell when it changes. Rare there, and every outermost
+/// call's path elsewhere.
+#[cfg_attr(all(Py_3_12, not(Py_LIMITED_API), not(Py_GIL_DISABLED)), cold)]
 fn stderr_is_own_looked_up(py: Python<'_>) -> bool {
     let names = sys_names(py);
     let lookup = |key: usize| {
