@@ -41,8 +41,13 @@ Why each measurement exists:
    Target: <= 100 ns per 100-byte line through `log::warn!`, write at the
    return included.
 4. call overhead: a no-op #[pyfunction] against the same wrapped in
-   `pylogsink::call`, timed from Python with timeit (minimum of many
-   repeats). Every binding pays this. Target: <= 5% more.
+   `pylogsink::call`, timed from Python with timeit, interleaved in one
+   child. Every binding pays this. Two builds, each row saying which: the
+   benchmark's module built for CPython 3.13 (no stable ABI; pylogsink
+   keeps "is sys.stderr replaced" with a dict watcher on sys.__dict__), in
+   the .venv-3.13 bench/build.sh makes, and the abi3 build this
+   interpreter runs (two dict lookups per call). Target, where the stable
+   ABI is not required (the first row): <= 1.25x (minimum of rounds).
 5. lines per second: pylogsink (direct to fd 2) against the naive sink
    (each line through `sys.stderr.write`, with the GIL) and against
    pyo3-log with a logging.StreamHandler, all to the same fd (/dev/null,
@@ -298,7 +303,43 @@ def child_overhead(p, b):
         "call": timeit.Timer("f()", globals={"f": b.noop_call}),
         "loop": timeit.Timer("pass"),
     }
-    return interleaved(p["rounds"], {k: lambda t=t: t.timeit(n) / n * 1e9 for k, t in timers.items()})
+    out = interleaved(p["rounds"], {k: lambda t=t: t.timeit(n) / n * 1e9 for k, t in timers.items()})
+    native = getattr(b, "pylogsink_bench", b)  # the .so inside the package
+    abi3 = ".abi3." in os.path.basename(native.__file__)
+    out["build"] = (
+        f"CPython {platform.python_version()}, {'abi3 build' if abi3 else 'version-specific build'}, "
+        f"{b.stderr_check()}"
+    )
+    return out
+
+
+# The call overhead where the stable ABI is not required: the benchmark's
+# module built for CPython 3.13, in the venv bench/build.sh makes for it.
+VERSIONED_PYTHON = os.path.join(HERE, "..", ".venv-3.13", "bin", "python")
+
+
+def run_overhead_child(params, python):
+    """run_child's "null" case, in the interpreter `python`."""
+    cmd = [python, os.path.abspath(__file__), "--child", json.dumps(params)]
+    with open(os.devnull, "wb") as err:
+        out = subprocess.run(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=err, timeout=900).stdout
+    result = json.loads(out or b'{"error": "no output"}')
+    if "error" in result:
+        raise RuntimeError(f"child {params['task']} ({python}) failed:\n{result['error']}")
+    return result
+
+
+def overhead_rows(p):
+    """The call overhead of each build: the version-specific one (if
+    bench/build.sh made it), then the abi3 one this interpreter runs."""
+    rows = []
+    if os.access(VERSIONED_PYTHON, os.X_OK):
+        rows.append(run_overhead_child({"task": "overhead", **p}, VERSIONED_PYTHON))
+    rows.append(run_child({"task": "overhead", **p}, "null"))
+    for o in rows:
+        o["ratio_min"] = min(o["call"]) / min(o["noop"])
+        o["ratio_median"] = median_ratio(o["call"], o["noop"])
+    return rows
 
 
 def line_message(b, size):
@@ -669,11 +710,11 @@ def measure(quick, say):
 
     say("call overhead")
     p = pick(BUDGET["overhead"], quick)
-    o = run_child({"task": "overhead", **p}, "null")
-    o["ratio_min"] = min(o["call"]) / min(o["noop"])
-    o["ratio_median"] = median_ratio(o["call"], o["noop"])
-    fig["overhead"] = o
-    target("no-op binding in call() / bare no-op", o["ratio_min"], "<=", 1.05, "x")
+    fig["overhead"] = overhead_rows(p)
+    # SPEC: at most 1.25x where the stable ABI is not required; the first
+    # row is the version-specific build when there is one.
+    o = fig["overhead"][0]
+    target(f"no-op in call() / bare no-op, {o['build'].split(',')[0]}", o["ratio_min"], "<=", 1.25, "x")
 
     say("lines per second: pylogsink, naive, pyo3-log")
     p = pick(BUDGET["sinks"], quick)
@@ -821,14 +862,16 @@ def report(m, fig, targets, quick):
         f"(cap {KEPT_CAP:,}), {k['over_cap_left_out']:,} lines left out per call",
         f"  note: {k['over_cap_note']}",
     ]
-    o = fig["overhead"]
+    lines += ["", "4. call overhead, timeit from Python, ns per call (minimum of rounds), per build"]
+    for o in fig["overhead"]:
+        lines += [
+            f"  {o['build']}:",
+            f"    no-op binding {min(o['noop']):.1f}, wrapped in pylogsink::call {min(o['call']):.1f}, "
+            f"empty loop {min(o['loop']):.1f}: ratio {o['ratio_min']:.3f} "
+            f"(median of rounds {o['ratio_median']:.3f}), +{min(o['call']) - min(o['noop']):.1f} ns, "
+            f"+{(o['ratio_min'] - 1) * 100:.0f}%",
+        ]
     lines += [
-        "",
-        "4. call overhead, timeit from Python, ns per call (minimum of rounds)",
-        f"  no-op binding {min(o['noop']):.1f}, wrapped in pylogsink::call {min(o['call']):.1f}, "
-        f"empty loop {min(o['loop']):.1f}: ratio {o['ratio_min']:.3f} "
-        f"(median of rounds {o['ratio_median']:.3f}), +{min(o['call']) - min(o['noop']):.1f} ns, "
-        f"+{(o['ratio_min'] - 1) * 100:.0f}%",
         "",
         "5. lines per second, 100 B lines, same fd 2 (median of rounds)",
         f"  {'fd 2':<8}{'pylogsink':>12}{'naive':>12}{'pyo3-log':>12}{'vs naive':>10}{'vs pyo3-log':>13}",

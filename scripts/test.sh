@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Builds everything and runs every test: the Rust tests, clippy, then the
-# Python tests on each CPython 3.10 to 3.13 found (one abi3 wheel for all).
+# Python tests on each CPython 3.10 to 3.13 found: the abi3 wheel on 3.10
+# and 3.11, and on 3.12 and later a wheel built for that version (no abi3),
+# where pylogsink keeps "is sys.stderr replaced" with a dict watcher.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -27,7 +29,13 @@ for py in $(scripts/pythons.sh); do
   echo "== Python $version ($py)"
   [ -x "$venv/bin/python" ] || "$py" -m venv "$venv"
   "$venv/bin/python" -m pip install -q --disable-pip-version-check -r tests/requirements.txt
-  "$venv/bin/python" -m pip install -q --disable-pip-version-check --force-reinstall --no-deps "$wheel" "$testext_wheel"
+  wheel_here=$wheel
+  if "$py" -c 'import sys; sys.exit(sys.version_info < (3, 12))'; then
+    python3 -m maturin build --release -q --no-default-features -i "$py" -o "dist/$version"
+    wheel_here=$(ls "dist/$version"/pylogsink-*.whl)
+  fi
+  "$venv/bin/python" -m pip install -q --disable-pip-version-check --force-reinstall --no-deps "$wheel_here" "$testext_wheel"
+  "$venv/bin/python" -c 'import pylogsink; print("pylogsink:", pylogsink._pylogsink.__file__.rsplit("/", 1)[1], "-", pylogsink.stderr_check())'
   "$venv/bin/python" -m pytest -p no:cacheprovider tests "$@" || status=1
   ran=$((ran + 1))
 done

@@ -273,3 +273,83 @@ def test_a_panic_writes_the_kept_lines_then_raises_panic_exception() -> None:
     assert type(info.value).__name__ == "PanicException"
     assert "the runtime panicked" in str(info.value)
     assert [r.split("] ")[1] for r in records(buf.getvalue())] == ["about to panic"]
+
+
+# How a call learns that sys.stderr was replaced. A build for CPython 3.12+
+# (scripts/test.sh makes one for each) keeps the answer and a dict watcher
+# on sys.__dict__ clears it; an abi3 build looks it up at each call. Either
+# way, every way of replacing or restoring sys.stderr (or sys.__stderr__)
+# between two calls must be seen by the second. Each step below first
+# makes a call that caches the answer, then changes sys, then logs.
+
+STDERR_STEPS = """
+import contextlib, io, json, sys, pylogsink
+real = sys.stderr
+bufs = {}
+
+def buf(name):
+    bufs[name] = io.StringIO()
+    return bufs[name]
+
+def log(tag):
+    pylogsink.log_raw(("tag=" + tag).encode(), "warn")
+
+log("own-0")
+sys.stderr = buf("setattr")
+log("setattr")
+sys.stderr = real
+log("own-1")
+sys.__dict__["stderr"] = buf("dict-item")
+log("dict-item")
+sys.__dict__["stderr"] = real
+log("own-2")
+with contextlib.redirect_stderr(buf("redirect")):
+    log("redirect")
+log("own-3")
+vars(sys).update(stderr=buf("update"))
+log("update")
+setattr(sys, "stderr", real)
+log("own-4")
+# A key equal to "stderr" that is not the interned string.
+sys.__dict__["".join(["std", "err"])] = buf("equal-key")
+log("equal-key")
+sys.__dict__.pop("stderr")
+sys.__dict__.setdefault("stderr", buf("pop-setdefault"))
+log("pop-setdefault")
+# sys.__stderr__ changes too: replaced by the same object, stderr is "own".
+sys.__stderr__ = bufs["pop-setdefault"]
+log("dunder-own")
+sys.__stderr__ = real
+log("dunder-back")
+sys.stderr = real
+sys.unrelated_name = 1
+log("own-5")
+print(json.dumps({"check": pylogsink.stderr_check(), "bufs": {k: v.getvalue() for k, v in bufs.items()}}))
+"""
+
+
+def test_each_way_of_replacing_sys_stderr_is_seen_at_the_next_call() -> None:
+    import json
+
+    done = python(STDERR_STEPS)
+    assert done.returncode == 0, done.stderr
+    out = json.loads(done.stdout)
+    where: dict[str, list[str]] = {}
+    for place, text in [("fd2", done.stderr), *out["bufs"].items()]:
+        for r in records(text):
+            where.setdefault(r.split("tag=", 1)[1], []).append(place)
+    expected = {f"own-{i}": ["fd2"] for i in range(6)}
+    expected.update({name: [name] for name in out["bufs"]})
+    # stderr is sys.__stderr__ (the same StringIO): lines go to fd 2.
+    expected["dunder-own"] = ["fd2"]
+    # sys.__stderr__ is back, sys.stderr still the StringIO: kept, written there.
+    expected["dunder-back"] = ["pop-setdefault"]
+    assert where == expected, out["check"]
+
+
+def test_a_build_for_this_version_keeps_the_answer_with_a_dict_watcher() -> None:
+    import pylogsink._pylogsink as ext
+
+    abi3 = ".abi3." in os.path.basename(ext.__file__)
+    expected = "dict watcher" if sys.version_info >= (3, 12) and not abi3 else "lookup"
+    assert pylogsink.stderr_check() == expected

@@ -481,6 +481,13 @@ fn noop_call(py: Python<'_>) -> PyResult<()> {
     pylogsink::call(py, || Ok(()))
 }
 
+/// How pylogsink's call entry learns whether `sys.stderr` was replaced:
+/// "dict watcher" or "lookup".
+#[pyfunction]
+fn stderr_check(py: Python<'_>) -> &'static str {
+    pylogsink::stderr_check(py)
+}
+
 /// One call that logs `lines` records of `size` bytes (for the memory run).
 #[pyfunction]
 fn log_call(py: Python<'_>, lines: u32, size: usize) -> PyResult<()> {
@@ -713,6 +720,7 @@ fn pylogsink_bench(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(python_write_once, m)?)?;
     m.add_function(wrap_pyfunction!(noop, m)?)?;
     m.add_function(wrap_pyfunction!(noop_call, m)?)?;
+    m.add_function(wrap_pyfunction!(stderr_check, m)?)?;
     m.add_function(wrap_pyfunction!(log_call, m)?)?;
     m.add_function(wrap_pyfunction!(naive_lines, m)?)?;
     m.add_function(wrap_pyfunction!(pyo3log_lines, m)?)?;

@@ -43,6 +43,7 @@ from pylogsink._pylogsink import (
     set_stall_wait,
     sink,
     start_background_logger,
+    stderr_check,
     with_callback,
 )
 
@@ -80,5 +81,6 @@ __all__ = [
     "set_stall_wait",
     "sink",
     "start_background_logger",
+    "stderr_check",
     "with_callback",
 ]

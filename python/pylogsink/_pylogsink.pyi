@@ -82,6 +82,11 @@ def noop() -> None:
 def noop_in_call() -> None:
     """Does nothing inside pylogsink::call: the cost of the wrapper."""
 
+def stderr_check() -> Literal["dict watcher", "lookup"]:
+    """How a call's entry learns whether sys.stderr was replaced: a dict
+    watcher on sys.__dict__ (CPython 3.12+, a version-specific build) or
+    two lookups at each outermost call."""
+
 class BackgroundLogger:
     """A native thread that logs outside any call."""
 

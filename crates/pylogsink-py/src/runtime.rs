@@ -448,6 +448,13 @@ fn noop_in_call(py: Python<'_>) -> PyResult<()> {
     pylogsink::call(py, || Ok(()))
 }
 
+/// How a call's entry learns whether `sys.stderr` was replaced: "dict
+/// watcher" or "lookup" (see `pylogsink::stderr_check`).
+#[pyfunction]
+fn stderr_check(py: Python<'_>) -> &'static str {
+    pylogsink::stderr_check(py)
+}
+
 /// A native thread that logs outside any call.
 #[pyclass(module = "pylogsink._pylogsink")]
 struct BackgroundLogger {
@@ -493,6 +500,7 @@ fn set_stall_wait(seconds: f64) -> PyResult<()> {
 
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(set_sink, m)?)?;
+    m.add_function(wrap_pyfunction!(stderr_check, m)?)?;
     m.add_function(wrap_pyfunction!(sink, m)?)?;
     m.add_function(wrap_pyfunction!(load_method, m)?)?;
     m.add_function(wrap_pyfunction!(load_method_detached, m)?)?;

@@ -35,6 +35,7 @@ use std::time::Duration;
 /// own error, if any, as its `__context__`.
 ///
 /// It is [`call_enter`], `f`, then [`call_exit`].
+#[inline]
 pub fn call<T>(py: Python<'_>, f: impl FnOnce() -> PyResult<T>) -> PyResult<T> {
     register_exit_flush(py);
     let mut f = Some(f);
@@ -42,13 +43,30 @@ pub fn call<T>(py: Python<'_>, f: impl FnOnce() -> PyResult<T>) -> PyResult<T> {
     let run = |t: &ThreadState| {
         enter(py, t);
         let result = std::panic::catch_unwind(AssertUnwindSafe(f.take().expect("runs once")));
-        (t.leave(), result)
+        match (t.leave(), result) {
+            // Most calls: nothing to write, no panic.
+            (left, Ok(result)) if !must_write(left) => result,
+            (left, result) => return_after_writing(py, left, result),
+        }
     };
-    let (left, result) = match THREAD.try_with(run) {
-        Ok(done) => done,
+    match THREAD.try_with(run) {
+        Ok(result) => result,
         // The thread is being torn down: there is no call state to keep.
-        Err(_) => return f.take().expect("not run yet")(),
-    };
+        Err(_) => f.take().expect("not run yet")(),
+    }
+}
+
+/// The end of a [`call`] that has lines or records to write, or panicked:
+/// writes them, then resumes the panic, or returns `result`, or the
+/// exception raised while they were written with `result`'s error as its
+/// `__context__`.
+#[cold]
+#[inline(never)]
+fn return_after_writing<T>(
+    py: Python<'_>,
+    left: Option<(Sink, bool)>,
+    result: std::thread::Result<PyResult<T>>,
+) -> PyResult<T> {
     let written = leave(py, left);
     let result = match result {
         Ok(result) => result,
@@ -98,7 +116,7 @@ pub fn call_exit(py: Python<'_>) -> PyResult<()> {
 }
 
 /// Steps `t` into a call; the outermost one looks at `sys.stderr`.
-#[inline]
+#[inline(always)]
 fn enter(py: Python<'_>, t: &ThreadState) {
     let outermost = t.enter(|| stderr_is_own(py), || surviving_fd(py));
     if outermost && to_logging() {
@@ -111,10 +129,18 @@ fn enter(py: Python<'_>, t: &ThreadState) {
 #[inline]
 fn leave(py: Python<'_>, left: Option<(Sink, bool)>) -> PyResult<()> {
     match left {
-        Some((sink, waiting)) if waiting || queue_pending() || queue::waiting() => {
-            write_at_return(py, sink).map_or(Ok(()), Err)
-        }
+        Some((sink, _)) if must_write(left) => write_at_return(py, sink).map_or(Ok(()), Err),
         _ => Ok(()),
+    }
+}
+
+/// Whether [`ThreadState::leave`] left the outermost call, with lines or
+/// records that may wait: the call's own, or the process-wide queue's.
+#[inline(always)]
+fn must_write(left: Option<(Sink, bool)>) -> bool {
+    match left {
+        Some((_, waiting)) => waiting || queue_pending() || queue::waiting(),
+        None => false,
     }
 }
 
@@ -310,33 +336,238 @@ struct SysNames {
     dict: usize,
     stderr: usize,
     own_stderr: usize,
+    /// Whether a dict watcher on `sys.__dict__` keeps the answer.
+    watched: bool,
 }
 
-/// `sys.stderr is sys.__stderr__`, by two borrowed dict lookups of
-/// interned names: a few nanoseconds, and no Python code runs.
-fn stderr_is_own(_py: Python<'_>) -> bool {
+/// `sys.__dict__` and the names, found (and the dict watched, where it
+/// can be) at the first call.
+fn sys_names(py: Python<'_>) -> &'static SysNames {
     static NAMES: OnceLock<SysNames> = OnceLock::new();
-    // SAFETY: the `Python` token proves this thread holds the GIL, which
-    // all these functions require. `PyImport_AddModule` and
-    // `PyModule_GetDict` return borrowed references to objects that live
-    // as long as the interpreter; the interned strings are new references
-    // kept for good.
-    let names = NAMES.get_or_init(|| unsafe {
-        use pyo3::ffi::*;
+    NAMES.get_or_init(|| {
+        // SAFETY: the `Python` token proves this thread holds the GIL, which
+        // all these functions require. `PyImport_AddModule` and
+        // `PyModule_GetDict` return borrowed references to objects that live
+        // as long as the interpreter; the interned strings are new
+        // references kept for good.
+        let (dict, stderr, own_stderr) = unsafe {
+            use pyo3::ffi::*;
+            (
+                PyModule_GetDict(PyImport_AddModule(c"sys".as_ptr())),
+                PyUnicode_InternFromString(c"stderr".as_ptr()),
+                PyUnicode_InternFromString(c"__stderr__".as_ptr()),
+            )
+        };
         SysNames {
-            dict: PyModule_GetDict(PyImport_AddModule(c"sys".as_ptr())) as usize,
-            stderr: PyUnicode_InternFromString(c"stderr".as_ptr()) as usize,
-            own_stderr: PyUnicode_InternFromString(c"__stderr__".as_ptr()) as usize,
+            dict: dict as usize,
+            stderr: stderr as usize,
+            own_stderr: own_stderr as usize,
+            watched: watch::start(py, dict, stderr, own_stderr),
         }
-    });
+    })
+}
+
+/// `sys.stderr is sys.__stderr__`. Where a dict watcher on `sys.__dict__`
+/// keeps the answer (CPython 3.12+, a version-specific build), one load;
+/// else two borrowed dict lookups of interned names: a few nanoseconds,
+/// and no Python code runs.
+#[inline]
+fn stderr_is_own(py: Python<'_>) -> bool {
+    if let Some(own) = watch::known() {
+        return own;
+    }
+    stderr_is_own_looked_up(py)
+}
+
+/// [`stderr_is_own`] by the two lookups; kept for the next calls where the
+/// watcher will tell when it changes. Rare there, and every outermost
+/// call's path elsewhere.
+#[cfg_attr(all(Py_3_12, not(Py_LIMITED_API), not(Py_GIL_DISABLED)), cold)]
+fn stderr_is_own_looked_up(py: Python<'_>) -> bool {
+    let names = sys_names(py);
     let lookup = |key: usize| {
-        // SAFETY: the GIL is held (see above) and both pointers are live;
-        // `PyDict_GetItemWithError` returns a borrowed reference or NULL,
-        // which is only compared, never dereferenced. With a dict and a str
-        // key it cannot raise: no error is left set.
+        // SAFETY: the GIL is held (the `Python` token) and both pointers are
+        // live (see `sys_names`); `PyDict_GetItemWithError` returns a
+        // borrowed reference or NULL, which is only compared, never
+        // dereferenced. With a dict and a str key it cannot raise: no error
+        // is left set.
         unsafe { pyo3::ffi::PyDict_GetItemWithError(names.dict as *mut _, key as *mut _) }
     };
-    lookup(names.stderr) == lookup(names.own_stderr)
+    let own = lookup(names.stderr) == lookup(names.own_stderr);
+    if names.watched {
+        watch::keep(own);
+    }
+    own
+}
+
+/// How a call's entry learns whether `sys.stderr` is the process's own:
+/// `"dict watcher"` where a watcher on `sys.__dict__` keeps the answer
+/// between changes of `sys.stderr` or `sys.__stderr__` (CPython 3.12 and
+/// later, built for that version, not free-threaded, and a watcher slot
+/// was free), `"lookup"` where each outermost call looks both up (the
+/// stable ABI, older versions). For benchmarks and tests.
+pub fn stderr_check(py: Python<'_>) -> &'static str {
+    if sys_names(py).watched {
+        "dict watcher"
+    } else {
+        "lookup"
+    }
+}
+
+/// The dict watcher on `sys.__dict__` (CPython 3.12+, not the limited API,
+/// not free-threaded): a process-wide answer to "is `sys.stderr` the
+/// process's own", set at a call's entry and cleared by the watcher when
+/// `sys.stderr` or `sys.__stderr__` is about to change. Both run with the
+/// GIL held, so neither sees the other half done. A watcher is called
+/// before the dict changes: it only clears the answer, and the next entry
+/// looks the new values up.
+#[cfg(all(Py_3_12, not(Py_LIMITED_API), not(Py_GIL_DISABLED)))]
+mod watch {
+    use pyo3::ffi::{PyObject, PyUnicode_Check, PyUnicode_CompareWithASCIIString};
+    use pyo3::prelude::*;
+    use std::os::raw::c_int;
+    use std::sync::atomic::{AtomicU8, AtomicUsize, Ordering::Relaxed};
+
+    const UNKNOWN: u8 = 0;
+    const OWN: u8 = 1;
+    const REPLACED: u8 = 2;
+
+    /// The answer while `sys.stderr` and `sys.__stderr__` are unchanged.
+    static KNOWN: AtomicU8 = AtomicU8::new(UNKNOWN);
+    /// The interned "stderr" and "__stderr__", for the watcher's compare.
+    static STDERR: AtomicUsize = AtomicUsize::new(0);
+    static OWN_STDERR: AtomicUsize = AtomicUsize::new(0);
+
+    // `PyDict_WatchEvent` (Include/cpython/dictobject.h, 3.12 and 3.13).
+    const ADDED: c_int = 0;
+    const MODIFIED: c_int = 1;
+    const DELETED: c_int = 2;
+
+    type DictWatchCallback = unsafe extern "C" fn(
+        event: c_int,
+        dict: *mut PyObject,
+        key: *mut PyObject,
+        new_value: *mut PyObject,
+    ) -> c_int;
+
+    // SAFETY: the declaration of CPython's `PyDict_AddWatcher`
+    // (Include/cpython/dictobject.h, 3.12+), which pyo3-ffi 0.30 skips:
+    // `int PyDict_AddWatcher(PyDict_WatchCallback callback)`, the callback
+    // taking the `PyDict_WatchEvent` enum (an int) and three object
+    // pointers. Built only for CPython 3.12+ (`Py_3_12`), where libpython
+    // has the symbol.
+    extern "C" {
+        fn PyDict_AddWatcher(callback: DictWatchCallback) -> c_int;
+    }
+
+    /// The answer kept, if any.
+    #[inline]
+    pub(super) fn known() -> Option<bool> {
+        match KNOWN.load(Relaxed) {
+            OWN => Some(true),
+            REPLACED => Some(false),
+            _ => None,
+        }
+    }
+
+    /// Keeps the answer looked up at a call's entry, with the GIL held.
+    pub(super) fn keep(own: bool) {
+        KNOWN.store(if own { OWN } else { REPLACED }, Relaxed);
+    }
+
+    /// Watches `sys.__dict__`; false (the lookup at each call stays) if the
+    /// interpreter has no watcher slot left (it has 8) or watching failed.
+    pub(super) fn start(
+        py: Python<'_>,
+        dict: *mut PyObject,
+        stderr: *mut PyObject,
+        own_stderr: *mut PyObject,
+    ) -> bool {
+        STDERR.store(stderr as usize, Relaxed);
+        OWN_STDERR.store(own_stderr as usize, Relaxed);
+        // SAFETY: the GIL is held (the `Python` token). `on_sys_dict_event`
+        // has the signature of `PyDict_WatchCallback` and lives as long as
+        // the process; `dict` is `sys.__dict__`, a live dict (see
+        // `sys_names`); `id` is the watcher just added. On failure these
+        // functions set an exception, which `PyErr::take` clears.
+        let watched = unsafe {
+            let id = PyDict_AddWatcher(on_sys_dict_event);
+            if id >= 0 && pyo3::ffi::PyDict_Watch(id, dict) != 0 {
+                pyo3::ffi::PyDict_ClearWatcher(id);
+                false
+            } else {
+                id >= 0
+            }
+        };
+        if !watched {
+            drop(PyErr::take(py));
+        }
+        watched
+    }
+
+    /// Called by CPython, with the GIL held, before `sys.__dict__` changes.
+    unsafe extern "C" fn on_sys_dict_event(
+        event: c_int,
+        _dict: *mut PyObject,
+        key: *mut PyObject,
+        _new_value: *mut PyObject,
+    ) -> c_int {
+        let names_stderr = match event {
+            // SAFETY: for these events CPython passes the key, a live
+            // object, and holds the GIL.
+            ADDED | MODIFIED | DELETED => unsafe { is_stderr_name(key) },
+            // Cloned, cleared, deallocated, or an event of a later version.
+            _ => true,
+        };
+        if names_stderr {
+            KNOWN.store(UNKNOWN, Relaxed);
+        }
+        0
+    }
+
+    /// Whether `key` is "stderr" or "__stderr__"; true for a key that is
+    /// not a str, which could compare equal to one in a way only Python
+    /// knows. Must be called with the GIL held and a live `key`.
+    unsafe fn is_stderr_name(key: *mut PyObject) -> bool {
+        let key_address = key as usize;
+        if key_address == STDERR.load(Relaxed) || key_address == OWN_STDERR.load(Relaxed) {
+            return true;
+        }
+        if key.is_null() {
+            return true;
+        }
+        // SAFETY: the caller holds the GIL and `key` is live and not NULL;
+        // `PyUnicode_CompareWithASCIIString` does not raise.
+        unsafe {
+            PyUnicode_Check(key) == 0
+                || PyUnicode_CompareWithASCIIString(key, c"stderr".as_ptr()) == 0
+                || PyUnicode_CompareWithASCIIString(key, c"__stderr__".as_ptr()) == 0
+        }
+    }
+}
+
+/// Where the dict watcher cannot be used: no answer is kept, each
+/// outermost call looks `sys.stderr` up.
+#[cfg(not(all(Py_3_12, not(Py_LIMITED_API), not(Py_GIL_DISABLED))))]
+mod watch {
+    use pyo3::ffi::PyObject;
+    use pyo3::prelude::*;
+
+    #[inline]
+    pub(super) fn known() -> Option<bool> {
+        None
+    }
+
+    pub(super) fn keep(_own: bool) {}
+
+    pub(super) fn start(
+        _py: Python<'_>,
+        _dict: *mut PyObject,
+        _stderr: *mut PyObject,
+        _own_stderr: *mut PyObject,
+    ) -> bool {
+        false
+    }
 }
 
 /// The descriptor of a replaced `sys.stderr` that outlives fd 2's reader,
@@ -347,6 +578,8 @@ fn stderr_is_own(_py: Python<'_>) -> bool {
 /// file's descriptor; an in-memory one (pytest's, `io.StringIO`) none.
 /// Asked of Python once per `sys.stderr` object: the answer is kept with a
 /// reference to the object, so that its address cannot name another.
+#[cold]
+#[inline(never)]
 fn surviving_fd(py: Python<'_>) -> i32 {
     static LAST: Mutex<Option<(Py<PyAny>, i32)>> = Mutex::new(None);
     let Ok(stderr) = py.import("sys").and_then(|sys| sys.getattr("stderr")) else {

@@ -196,7 +196,7 @@ pub mod tracing;
 mod worker;
 
 pub use builder::{init, Builder, InitError, DEFAULT_ENV};
-pub use call::{call, call_enter, call_exit};
+pub use call::{call, call_enter, call_exit, stderr_check};
 pub use color::ColorChoice;
 pub use destination::{destination, set_destination, Destination};
 pub use errors::{error, error_message, ERRORS_CAP};

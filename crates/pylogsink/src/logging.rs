@@ -71,6 +71,8 @@ pub(crate) fn wake() {
 /// At the entry of an outermost call with the `logging` destination: sets
 /// the Python side up the first time, and reads the levels again if they
 /// changed.
+#[cold]
+#[inline(never)]
 pub(crate) fn on_call_entry(py: Python<'_>) {
     if let Err(err) = state(py).and_then(|state| refresh_levels(py, state)) {
         err.write_unraisable(py, None);

@@ -25,6 +25,7 @@ pub enum Sink {
 
 impl Sink {
     /// The sink `sink as u8` came from; `Outside` for anything else.
+    #[inline]
     pub fn from_u8(sink: u8) -> Sink {
         match sink {
             1 => Sink::Own,
@@ -93,6 +94,7 @@ pub fn on_no_room(sink: Sink) -> NoRoom {
 /// that this thread is inside `sys.stderr.write` for an earlier call's kept
 /// lines: a call made from there (a writer that calls back into the
 /// extension) writes to fd 2, so it can neither recurse nor lose lines.
+#[inline]
 pub fn entry_sink(stderr_is_own: bool, writing_kept: bool) -> Sink {
     if stderr_is_own || writing_kept {
         Sink::Own

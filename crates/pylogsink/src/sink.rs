@@ -344,7 +344,7 @@ impl ThreadState {
     /// `surviving_fd`, only where `sys.stderr` was replaced: the descriptor
     /// the crash handler writes the call's lines to (see
     /// [`crate::crash`]), or -1 for fd 2.
-    #[inline]
+    #[inline(always)]
     pub fn enter(
         &self,
         stderr_is_own: impl FnOnce() -> bool,
@@ -368,7 +368,7 @@ impl ThreadState {
 
     /// Steps out of a call. If that left the outermost call: its sink, and
     /// whether lines or records may wait. Outside any call, nothing.
-    #[inline]
+    #[inline(always)]
     pub fn leave(&self) -> Option<(Sink, bool)> {
         let depth = self.depth.get().checked_sub(1)?;
         self.depth.set(depth);
@@ -417,10 +417,12 @@ impl ThreadState {
     }
 
     /// Whether records for `logging` may wait for this thread's call.
+    #[inline]
     pub fn pending_any(&self) -> bool {
         self.shared.pending_any.load(Ordering::Relaxed)
     }
 
+    #[inline]
     fn kept_any(&self) -> bool {
         self.shared.kept_any.load(Ordering::Relaxed)
     }
@@ -572,23 +574,32 @@ impl Shared {
         Sink::from_u8(self.sink.load(Ordering::Relaxed))
     }
 
+    #[inline]
     fn set_sink(&self, sink: Sink) {
         self.sink.store(sink as u8, Ordering::Relaxed);
     }
 
     /// Starts call number `call`, with `sink`, and where its lines go if
     /// the process crashes.
+    #[inline]
     fn begin(&self, call: u64, sink: Sink, crash_fd: i32) {
         // Most calls log no error: they spare the lock.
         if self.errors_any.load(Ordering::Relaxed) {
-            self.errors_any.store(false, Ordering::Relaxed);
-            if let Ok(mut errors) = self.errors.try_lock() {
-                errors.clear();
-            }
+            self.clear_errors();
         }
         self.crash_fd.store(crash_fd, Ordering::Relaxed);
         self.set_sink(sink);
         self.call.store(call, Ordering::Release);
+    }
+
+    /// Forgets the Error-level messages of the call before.
+    #[cold]
+    #[inline(never)]
+    fn clear_errors(&self) {
+        self.errors_any.store(false, Ordering::Relaxed);
+        if let Ok(mut errors) = self.errors.try_lock() {
+            errors.clear();
+        }
     }
 
     /// Collects an Error-level message for the call's exception.
@@ -602,8 +613,25 @@ impl Shared {
     /// Ends the call; returns its sink. With `handed` (workers may be
     /// attached), under the buffers' locks, so that no worker adds a line
     /// once the call's lines are taken: it logs as outside any call.
+    #[inline]
     fn end(&self, handed: bool) -> Sink {
-        let _locks = handed.then(|| (lock(&self.kept), lock(&self.pending)));
+        if handed {
+            return self.end_handed();
+        }
+        self.end_now()
+    }
+
+    /// [`Shared::end`] where workers may be attached: under the locks.
+    #[cold]
+    #[inline(never)]
+    fn end_handed(&self) -> Sink {
+        let _kept = lock(&self.kept);
+        let _pending = lock(&self.pending);
+        self.end_now()
+    }
+
+    #[inline]
+    fn end_now(&self) -> Sink {
         self.call.store(0, Ordering::Release);
         let sink = self.sink();
         self.set_sink(Sink::Outside);
