@@ -177,11 +177,18 @@ pub mod color;
 mod crash;
 mod destination;
 mod errors;
-pub mod fd;
+mod fd;
 pub mod fields;
 mod filter;
+// Not part of the API: public only with the feature `internals`, for the
+// benchmark, the fuzz target and the demo runtime, which call the
+// formatting directly. It may change in any release.
+#[cfg(feature = "internals")]
+#[doc(hidden)]
 pub mod format;
-pub mod kept;
+#[cfg(not(feature = "internals"))]
+mod format;
+mod kept;
 mod level;
 mod logger;
 mod logging;
@@ -189,7 +196,7 @@ mod pending;
 mod pylevels;
 pub mod python;
 mod record;
-pub mod route;
+mod route;
 mod sink;
 #[cfg(feature = "tracing")]
 pub mod tracing;
