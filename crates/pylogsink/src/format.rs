@@ -9,7 +9,7 @@
 //! the time (UTC, microseconds), the level padded to five characters, the
 //! target (left out when empty), the source file's base name and line (the
 //! line left out when 0, both when the file is unknown), then the message.
-//! On a terminal the level name may be colored (see [`crate::color`]).
+//! On a terminal the level name may be colored (see `color.rs`).
 //!
 //! Messages may carry bytes from untrusted input (a corrupt file's
 //! identifier, a path). So the formatter guarantees that a record is valid
