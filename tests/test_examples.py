@@ -110,6 +110,7 @@ def test_readme_snippets_are_the_examples(doc: str) -> None:
     if doc == "README.md":
         expected |= {
             "examples/pyo3-extension/Cargo.toml",
+            "examples/pyo3-extension/my_runtime.pyi",
             "examples/pybind11-extension/setup.py",
             "examples/pybind11-extension/src/my_cpp_runtime.cpp",
         }
