@@ -11,9 +11,11 @@ demo: ## Build everything and run the demo (naive sink hangs, pylogsink complete
 test: ## Build everything and run all tests on every CPython 3.10-3.13 found
 	scripts/test.sh
 
-lint: ## cargo fmt --check and clippy
+lint: ## cargo fmt --check and clippy (the workspace and the PyO3 example)
 	cargo fmt --all -- --check
 	cargo clippy --all-targets -- -D warnings
+	cargo clippy --all-targets --all-features -- -D warnings
+	cd examples/pyo3-extension && cargo fmt -- --check && cargo clippy --all-targets -- -D warnings
 
 fuzz: ## Long escaping checks: 100M inputs against CPython, then cargo fuzz (nightly)
 	scripts/fuzz.sh

@@ -22,4 +22,4 @@ if command -v g++ >/dev/null; then
 else
   echo "no g++: the demo runs without its C++ rows" >&2
 fi
-.venv/bin/python -m pylogsink.demo "${cpp[@]}" "$@"
+.venv/bin/python -m pylogsink "${cpp[@]}" "$@"

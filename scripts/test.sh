@@ -1,25 +1,38 @@
 #!/usr/bin/env bash
-# Builds everything and runs every test: the Rust tests, clippy, then the
-# Python tests on each CPython 3.10 to 3.13 found: the abi3 wheel on 3.10
-# and 3.11, and on 3.12 and later a wheel built for that version (no abi3),
+# Builds everything and runs every test: formatting, clippy, the Rust tests
+# and docs, the crate as crates.io would get it (a publish dry run), then
+# the Python tests on each CPython 3.10 to 3.13 found, with the two
+# examples in examples/ built as their users would. The abi3 wheel on 3.10
+# and 3.11; on 3.12 and later a wheel built for that version (no abi3),
 # where pylogsink keeps "is sys.stderr replaced" with a dict watcher.
+# Tools come from virtualenvs: maturin from .venv (as in scripts/demo.sh),
+# pytest and the rest from .venvs/X.Y, one per CPython.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+pip_q=(-m pip install -q --disable-pip-version-check)
 
-echo "== cargo fmt, clippy, test"
+echo "== cargo fmt, clippy, test, doc"
 cargo fmt --all -- --check
 cargo clippy --all-targets --all-features -- -D warnings
 cargo clippy -p pylogsink --all-targets -- -D warnings   # without the tracing feature
 cargo test --workspace --all-features
+RUSTDOCFLAGS="-D warnings" cargo doc -q --no-deps -p pylogsink --all-features
+# The PyO3 example is a project of its own (its own workspace and target/).
+(cd examples/pyo3-extension && cargo fmt -- --check && cargo clippy -q --all-targets -- -D warnings)
 
-echo "== build the wheels (pylogsink with its C library, and the test extension in tests/ext)"
-python3 -m pip install -q --disable-pip-version-check "maturin>=1.8,<2"
+echo "== the crate as crates.io would get it (packaged, built alone; nothing uploaded)"
+cargo publish --dry-run --allow-dirty -p pylogsink
+
+echo "== build the wheels (pylogsink with its C library, the test extension, the PyO3 example)"
+[ -x .venv/bin/python ] || python3 -m venv .venv
+.venv/bin/python "${pip_q[@]}" "maturin>=1.8,<2"
+maturin=$PWD/.venv/bin/maturin
 scripts/build-c.sh
 rm -rf dist
-python3 -m maturin build --release -q -o dist
-(cd tests/ext && python3 -m maturin build --release -q -o ../../dist)
-wheel=$(ls dist/pylogsink-*.whl)
-testext_wheel=$(ls dist/pylogsink_testext-*.whl)
+"$maturin" build --release -q -o dist
+(cd tests/ext && "$maturin" build --release -q -o ../../dist)
+(cd examples/pyo3-extension && "$maturin" build --release -q -o ../../dist)
+wheels=(dist/pylogsink-*.whl dist/pylogsink_testext-*.whl dist/my_runtime-*.whl)
 
 status=0
 ran=0
@@ -28,14 +41,19 @@ for py in $(scripts/pythons.sh); do
   venv=".venvs/$version"
   echo "== Python $version ($py)"
   [ -x "$venv/bin/python" ] || "$py" -m venv "$venv"
-  "$venv/bin/python" -m pip install -q --disable-pip-version-check -r tests/requirements.txt
-  wheel_here=$wheel
+  "$venv/bin/python" "${pip_q[@]}" -r tests/requirements.txt
+  wheels_here=("${wheels[@]}")
   if "$py" -c 'import sys; sys.exit(sys.version_info < (3, 12))'; then
-    python3 -m maturin build --release -q --no-default-features -i "$py" -o "dist/$version"
-    wheel_here=$(ls "dist/$version"/pylogsink-*.whl)
+    "$maturin" build --release -q --no-default-features -i "$py" -o "dist/$version"
+    wheels_here[0]=$(ls "dist/$version"/pylogsink-*.whl)
   fi
-  "$venv/bin/python" -m pip install -q --disable-pip-version-check --force-reinstall --no-deps "$wheel_here" "$testext_wheel"
+  "$venv/bin/python" "${pip_q[@]}" --force-reinstall --no-deps "${wheels_here[@]}"
   "$venv/bin/python" -c 'import pylogsink; print("pylogsink:", pylogsink._pylogsink.__file__.rsplit("/", 1)[1], "-", pylogsink.stderr_check())'
+  # The pybind11 example, built against the pylogsink just installed (not
+  # on PyPI yet, hence no build isolation: its build requirements are in
+  # tests/requirements.txt).
+  rm -rf examples/pybind11-extension/build
+  "$venv/bin/python" "${pip_q[@]}" --force-reinstall --no-deps --no-build-isolation ./examples/pybind11-extension
   "$venv/bin/python" -m pytest -p no:cacheprovider tests "$@" || status=1
   ran=$((ran + 1))
 done

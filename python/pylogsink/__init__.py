@@ -4,12 +4,14 @@ no lost capture and no lost crash lines.
 The Rust crate ``pylogsink`` is what native extensions embed. This package
 holds its demo runtime, ``pylogsink._pylogsink``: a small native runtime that
 logs through pylogsink or through a naive sink, so that the scenarios
-pylogsink exists for can be run for real (``python -m pylogsink.demo``).
+pylogsink exists for can be run for real (``python -m pylogsink``).
 
 C and C++ extensions build against the C ABI the package ships:
 ``get_include()``, ``get_library()``, ``get_link_args()`` and
 ``get_cmake_dir()``.
 """
+
+from importlib.metadata import version as _version
 
 from pylogsink._build_inputs import get_cmake_dir, get_include, get_library, get_link_args
 
@@ -46,6 +48,10 @@ from pylogsink._pylogsink import (
     stderr_check,
     with_callback,
 )
+
+# The one version source is the workspace's Cargo.toml: maturin writes it
+# into the package's metadata.
+__version__: str = _version("pylogsink")
 
 __all__ = [
     "BackgroundLogger",

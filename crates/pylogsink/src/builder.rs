@@ -14,6 +14,10 @@ use crate::sink::emit_record;
 use std::fmt;
 
 /// The environment variable read when the builder names none.
+///
+/// ```
+/// assert_eq!(pylogsink::DEFAULT_ENV, "PYLOGSINK_LOG");
+/// ```
 pub const DEFAULT_ENV: &str = "PYLOGSINK_LOG";
 
 /// Sets pylogsink up: the filter's variable and default, and color.
@@ -23,6 +27,10 @@ pub const DEFAULT_ENV: &str = "PYLOGSINK_LOG";
 /// pylogsink::Builder::new()
 ///     .env("MYRUNTIME_LOG") // what the extension's users set
 ///     .default_filter("warn,myruntime=info") // when they set nothing
+///     .color(pylogsink::ColorChoice::Auto) // the default: on a terminal
+///     .destination(pylogsink::Destination::Stderr) // the default; or Logging
+///     .logger_prefix("myruntime") // with Logging: loggers "myruntime.<target>"
+///     .crash_handler(true) // the default
 ///     .init()?;
 /// # Ok(()) }
 /// ```
@@ -48,6 +56,8 @@ impl Default for Builder {
 impl Builder {
     /// A builder with the defaults: the variable [`DEFAULT_ENV`], the
     /// filter `"warn"`, color where fd 2 is a terminal.
+    ///
+    /// Shown in the [`Builder`] example, as are the other settings.
     pub fn new() -> Builder {
         Builder {
             env: DEFAULT_ENV.to_owned(),
@@ -62,6 +72,8 @@ impl Builder {
 
     /// The environment variable that holds the users' directives, in
     /// env_logger's syntax (`warn,myruntime=debug`).
+    ///
+    /// Shown in the [`Builder`] example.
     pub fn env(mut self, var: &str) -> Builder {
         self.env = var.to_owned();
         self
@@ -69,6 +81,8 @@ impl Builder {
 
     /// The directives in force when the variable is unset or empty, or
     /// when nothing valid is left of it.
+    ///
+    /// Shown in the [`Builder`] example.
     pub fn default_filter(mut self, spec: &str) -> Builder {
         self.default_filter = spec.to_owned();
         self
@@ -76,6 +90,8 @@ impl Builder {
 
     /// Whether records on fd 2 color their level name: [`ColorChoice::Auto`]
     /// unless set. The users' `NO_COLOR` and `CLICOLOR_FORCE` override it.
+    ///
+    /// Shown in the [`Builder`] example.
     pub fn color(mut self, choice: ColorChoice) -> Builder {
         self.color = choice;
         self
@@ -89,6 +105,8 @@ impl Builder {
     /// Its Python side (a thread that delivers records logged outside any
     /// call) starts in [`python::add_functions`](crate::python::add_functions),
     /// or else at the first call.
+    ///
+    /// Shown in the [`Builder`] example.
     pub fn destination(mut self, destination: Destination) -> Builder {
         self.destination = destination;
         self
@@ -97,6 +115,8 @@ impl Builder {
     /// A prefix for the names of the Python loggers that records go to
     /// with the `logging` destination: with `"native"`, a record from
     /// `ureq::stream` goes to the logger `native.ureq.stream`.
+    ///
+    /// Shown in the [`Builder`] example.
     pub fn logger_prefix(mut self, prefix: &str) -> Builder {
         self.logger_prefix = prefix.to_owned();
         self
@@ -106,6 +126,8 @@ impl Builder {
     /// SIGBUS, SIGILL, SIGFPE and SIGABRT it writes the lines that wait in
     /// memory to fd 2, then lets the previous handler (faulthandler's, say)
     /// and the signal's default take their course.
+    ///
+    /// Shown in the [`Builder`] example.
     pub fn crash_handler(mut self, install: bool) -> Builder {
         self.crash_handler = install;
         self
@@ -115,6 +137,8 @@ impl Builder {
     /// global default `tracing` subscriber (yes, unless set). Say no when
     /// the extension composes its own subscriber, with
     /// [`tracing::layer`](crate::tracing::layer) among its layers.
+    ///
+    /// Shown in the [`Builder`] example.
     #[cfg(feature = "tracing")]
     pub fn tracing_subscriber(mut self, install: bool) -> Builder {
         self.tracing_subscriber = install;
@@ -137,6 +161,12 @@ impl Builder {
     /// `log`, it returns [`InitError::OtherLogger`] and changes nothing;
     /// if another global subscriber is set for `tracing`,
     /// [`InitError::OtherSubscriber`], and changes nothing.
+    ///
+    /// ```
+    /// // A bad default is refused before anything is installed.
+    /// let err = pylogsink::Builder::new().default_filter("warn,my_runtime=loud").init().unwrap_err();
+    /// assert!(matches!(err, pylogsink::InitError::Filter(_)));
+    /// ```
     pub fn init(self) -> Result<(), InitError> {
         let default = filter::parse_strict(&self.default_filter).map_err(InitError::Filter)?;
         #[cfg(feature = "tracing")]
@@ -179,11 +209,23 @@ impl Builder {
 }
 
 /// Sets pylogsink up with the defaults: `Builder::new().init()`.
+///
+/// ```no_run
+/// // In the function that `#[pymodule]` marks:
+/// pylogsink::init().map_err(|e| pyo3::exceptions::PyRuntimeError::new_err(e.to_string()))?;
+/// # Ok::<(), pyo3::PyErr>(())
+/// ```
 pub fn init() -> Result<(), InitError> {
     Builder::new().init()
 }
 
 /// Why [`Builder::init`] changed nothing.
+///
+/// ```
+/// let err = pylogsink::Builder::new().default_filter("warn,x=loud").init().unwrap_err();
+/// assert!(err.to_string().starts_with("the default filter: "));
+/// assert!(err.to_string().contains("x=loud"));
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum InitError {

@@ -35,6 +35,18 @@ use std::time::Duration;
 /// own error, if any, as its `__context__`.
 ///
 /// It is [`call_enter`], `f`, then [`call_exit`].
+///
+/// ```no_run
+/// use pyo3::prelude::*;
+///
+/// #[pyfunction]
+/// fn load(py: Python<'_>, path: &str) -> PyResult<usize> {
+///     pylogsink::call(py, || {
+///         log::info!("loading {path}");
+///         Ok(path.len())
+///     })
+/// }
+/// ```
 #[inline]
 pub fn call<T>(py: Python<'_>, f: impl FnOnce() -> PyResult<T>) -> PyResult<T> {
     register_exit_flush(py);
@@ -93,6 +105,18 @@ fn return_after_writing<T>(
 /// the GIL and take native locks, as inside [`call`]. Nested pairs join the
 /// outermost one. A thread being torn down has no call state: then both
 /// do nothing.
+///
+/// ```no_run
+/// use pyo3::prelude::*;
+///
+/// // A binding whose entry and exit are two separate places (a scope object,
+/// // a C ABI): the two halves of `call`.
+/// fn binding(py: Python<'_>) -> PyResult<()> {
+///     pylogsink::call_enter(py);
+///     log::info!("inside the call");
+///     pylogsink::call_exit(py)
+/// }
+/// ```
 pub fn call_enter(py: Python<'_>) {
     register_exit_flush(py);
     let _ = THREAD.try_with(|t| enter(py, t));
@@ -108,6 +132,8 @@ pub fn call_enter(py: Python<'_>) {
 /// stream itself never comes back here (the lines go to fd 2 then). Must
 /// follow a [`call_enter`] on the same thread, with the GIL held; an
 /// unmatched `call_exit` does nothing.
+///
+/// Shown in the [`call_enter`] example.
 pub fn call_exit(py: Python<'_>) -> PyResult<()> {
     match THREAD.try_with(ThreadState::leave) {
         Ok(left) => leave(py, left),

@@ -15,6 +15,13 @@ use std::ffi::OsStr;
 use std::sync::atomic::{AtomicU8, Ordering};
 
 /// Whether records on fd 2 color their level name.
+///
+/// ```
+/// // Never color, even on a terminal (NO_COLOR and CLICOLOR_FORCE still
+/// // have the last word).
+/// let builder = pylogsink::Builder::new().color(pylogsink::ColorChoice::Never);
+/// # let _ = builder;
+/// ```
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum ColorChoice {
     /// Where fd 2 is a terminal (and `TERM` is not `dumb`).

@@ -12,6 +12,15 @@
 use std::sync::atomic::{AtomicBool, Ordering};
 
 /// Where records go.
+///
+/// ```
+/// use pylogsink::Destination;
+///
+/// assert_eq!(Destination::default(), Destination::Stderr);
+/// assert_eq!(Destination::parse("logging"), Some(Destination::Logging));
+/// assert_eq!(Destination::Logging.name(), "logging");
+/// assert_eq!(Destination::parse("syslog"), None);
+/// ```
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum Destination {
     /// Text records on fd 2, or through a replaced `sys.stderr`, by the
@@ -25,6 +34,8 @@ pub enum Destination {
 
 impl Destination {
     /// Parses `"stderr"` or `"logging"`.
+    ///
+    /// Shown in the [`Destination`] example.
     pub fn parse(name: &str) -> Option<Destination> {
         match name {
             "stderr" => Some(Destination::Stderr),
@@ -34,6 +45,8 @@ impl Destination {
     }
 
     /// The name [`parse`](Destination::parse) reads.
+    ///
+    /// Shown in the [`Destination`] example.
     pub fn name(self) -> &'static str {
         match self {
             Destination::Stderr => "stderr",
@@ -51,6 +64,14 @@ static LOGGING: AtomicBool = AtomicBool::new(false);
 /// users set (the environment variable or `set_filter`); the builder's
 /// default filter applies to [`Destination::Stderr`] only, so that Python's
 /// logger levels decide.
+///
+/// ```
+/// use pylogsink::Destination;
+///
+/// pylogsink::set_destination(Destination::Logging);
+/// assert_eq!(pylogsink::destination(), Destination::Logging);
+/// pylogsink::set_destination(Destination::Stderr);
+/// ```
 pub fn set_destination(destination: Destination) {
     LOGGING.store(destination == Destination::Logging, Ordering::Relaxed);
     crate::filter::follow_destination(destination);
@@ -60,6 +81,8 @@ pub fn set_destination(destination: Destination) {
 }
 
 /// Where records go now.
+///
+/// Shown in the [`set_destination`] example.
 pub fn destination() -> Destination {
     if to_logging() {
         Destination::Logging

@@ -18,6 +18,10 @@ use pyo3::{PyErr, PyTypeInfo};
 
 /// Error-level text one call collects for its exception, at most: the
 /// first 1 KiB, since the first errors usually name the cause.
+///
+/// ```
+/// assert_eq!(pylogsink::ERRORS_CAP, 1024);
+/// ```
 pub const ERRORS_CAP: usize = 1024;
 
 /// The Error-level messages of one call.
@@ -106,6 +110,12 @@ pub fn error<E: PyTypeInfo>(text: impl AsRef<[u8]>) -> PyErr {
 /// Error-level lines of the current call, decoded with Python's
 /// `backslashreplace` rule. For code that builds the exception itself
 /// (the C ABI, whose caller names the exception type at run time).
+///
+/// Outside any call nothing was collected: the message is the text, decoded.
+///
+/// ```
+/// assert_eq!(pylogsink::error_message(b"load failed: \xff"), "load failed: \\xff");
+/// ```
 pub fn error_message(text: impl AsRef<[u8]>) -> String {
     THREAD
         .try_with(|t| t.errors().message(text.as_ref()))

@@ -26,6 +26,32 @@ use std::io::Write as _;
 
 /// The fields of one record, and its span context. Made by a front end,
 /// reused from record to record (clear it), read by the formatter.
+///
+/// A string value is quoted when it is empty or holds a space, a quote, `=`,
+/// a backslash or a control character; control characters and invalid
+/// UTF-8 become `\xNN`, so no value can forge a record or a field.
+///
+/// ```
+/// use pylogsink::{FieldValue, Fields};
+///
+/// let mut fields = Fields::new();
+/// assert!(fields.is_empty());
+/// fields.push_int("rows", 42);
+/// fields.push_float("ratio", 0.5);
+/// fields.push_bool("ok", true);
+/// fields.push_str("name", b"a b");
+/// fields.push_display("path", &"model.pte");
+/// fields.push_debug("shape", &[2, 3]);
+/// fields.spans_mut().extend_from_slice(b"load");
+/// assert_eq!(fields.spans(), b"load");
+/// let got: Vec<_> = fields.iter().collect();
+/// assert_eq!(got[0], (&b"rows"[..], FieldValue::Int(42)));
+/// assert_eq!(got[3], (&b"name"[..], FieldValue::Str(b"a b")));
+/// assert_eq!(got[5], (&b"shape"[..], FieldValue::Debug(b"[2, 3]")));
+/// assert!(fields.size() > 0);
+/// fields.clear();
+/// assert!(fields.is_empty());
+/// ```
 #[derive(Clone, Debug, Default)]
 pub struct Fields {
     /// The span context, fmt-style (`load{path="model.pte"}:init`), not
@@ -52,6 +78,8 @@ enum Stored {
 }
 
 /// One field's value, as [`Fields::iter`] gives it.
+///
+/// Shown in the [`Fields`] example.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum FieldValue<'a> {
     /// An integer (tracing's `i64`, `u64`, `i128`; `log`'s integers).
@@ -69,6 +97,8 @@ pub enum FieldValue<'a> {
 
 impl Fields {
     /// No fields, no span context.
+    ///
+    /// Shown in the [`Fields`] example.
     pub const fn new() -> Fields {
         Fields {
             spans: Vec::new(),
@@ -78,6 +108,8 @@ impl Fields {
     }
 
     /// Empties it, keeping its memory.
+    ///
+    /// Shown in the [`Fields`] example.
     pub fn clear(&mut self) {
         self.spans.clear();
         self.text.clear();
@@ -85,16 +117,22 @@ impl Fields {
     }
 
     /// Whether it holds neither a field nor a span context.
+    ///
+    /// Shown in the [`Fields`] example.
     pub fn is_empty(&self) -> bool {
         self.entries.is_empty() && self.spans.is_empty()
     }
 
     /// The span context, as the front end wrote it (not escaped).
+    ///
+    /// Shown in the [`Fields`] example.
     pub fn spans(&self) -> &[u8] {
         &self.spans
     }
 
     /// The span context, to write into.
+    ///
+    /// Shown in the [`Fields`] example.
     pub fn spans_mut(&mut self) -> &mut Vec<u8> {
         &mut self.spans
     }
@@ -111,21 +149,29 @@ impl Fields {
     }
 
     /// Adds an integer field.
+    ///
+    /// Shown in the [`Fields`] example.
     pub fn push_int(&mut self, name: &str, value: impl Into<i128>) {
         self.push(name, Stored::Int(value.into()));
     }
 
     /// Adds a floating-point field.
+    ///
+    /// Shown in the [`Fields`] example.
     pub fn push_float(&mut self, name: &str, value: f64) {
         self.push(name, Stored::Float(value));
     }
 
     /// Adds a boolean field.
+    ///
+    /// Shown in the [`Fields`] example.
     pub fn push_bool(&mut self, name: &str, value: bool) {
         self.push(name, Stored::Bool(value));
     }
 
     /// Adds a string field; the bytes need not be UTF-8.
+    ///
+    /// Shown in the [`Fields`] example.
     pub fn push_str(&mut self, name: &str, value: &[u8]) {
         let name = self.push_text(name.as_bytes());
         let (start, end) = self.push_text(value);
@@ -136,12 +182,16 @@ impl Fields {
     }
 
     /// Adds a field written by its `Debug` implementation.
+    ///
+    /// Shown in the [`Fields`] example.
     pub fn push_debug(&mut self, name: &str, value: &dyn fmt::Debug) {
         self.push_formatted(name, format_args!("{value:?}"));
     }
 
     /// Adds a field written by its `Display` implementation (an error, a
     /// value that is neither a number nor a string).
+    ///
+    /// Shown in the [`Fields`] example.
     pub fn push_display(&mut self, name: &str, value: &dyn fmt::Display) {
         self.push_formatted(name, format_args!("{value}"));
     }
@@ -158,6 +208,8 @@ impl Fields {
     }
 
     /// The fields, in the order they were added: name and value.
+    ///
+    /// Shown in the [`Fields`] example.
     pub fn iter(&self) -> impl Iterator<Item = (&[u8], FieldValue<'_>)> + '_ {
         let text = |(start, end): (u32, u32)| &self.text[start as usize..end as usize];
         self.entries.iter().map(move |e| {
@@ -173,6 +225,8 @@ impl Fields {
     }
 
     /// How many bytes its text takes at most, for buffer caps.
+    ///
+    /// Shown in the [`Fields`] example.
     pub fn size(&self) -> usize {
         self.spans.len() + self.text.len() + self.entries.len() * 48
     }

@@ -36,9 +36,19 @@ use std::sync::{Arc, Mutex};
 
 /// The filter in force before anything else is set, and where the
 /// builder's default is not changed.
+///
+/// ```
+/// assert_eq!(pylogsink::DEFAULT_FILTER, "warn");
+/// ```
 pub const DEFAULT_FILTER: &str = "warn";
 
 /// A filter that was refused: it names the directive at fault.
+///
+/// ```
+/// let err = pylogsink::set_filter("info,ureq=loud").unwrap_err();
+/// assert_eq!(err.directive(), "ureq=loud");
+/// assert!(err.to_string().contains("ureq=loud"));
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct FilterError {
     spec: String,
@@ -48,6 +58,8 @@ pub struct FilterError {
 
 impl FilterError {
     /// The directive that was refused, as it was written.
+    ///
+    /// Shown in the [`FilterError`] example.
     pub fn directive(&self) -> &str {
         &self.directive
     }
@@ -339,6 +351,11 @@ pub fn set_filter(spec: &str) -> Result<(), FilterError> {
 }
 
 /// The directives in force, joined with commas.
+///
+/// ```
+/// pylogsink::set_filter("info, ureq=off").unwrap();
+/// assert_eq!(pylogsink::filter(), "info,ureq=off");
+/// ```
 pub fn filter() -> String {
     match current() {
         Some(directives) => directives.spec.clone(),

@@ -9,7 +9,7 @@
 //! the time (UTC, microseconds), the level padded to five characters, the
 //! target (left out when empty), the source file's base name and line (the
 //! line left out when 0, both when the file is unknown), then the message.
-//! On a terminal the level name may be colored (see [`crate::color`]).
+//! On a terminal the level name may be colored (see `color.rs`).
 //!
 //! Messages may carry bytes from untrusted input (a corrupt file's
 //! identifier, a path). So the formatter guarantees that a record is valid
@@ -462,17 +462,17 @@ mod tests {
         for i in 0..2000u32 {
             seed = seed.wrapping_mul(1_103_515_245).wrapping_add(12_345);
             let pick = seed >> 16;
-            if pick % 5 == 0 {
+            if pick.is_multiple_of(5) {
                 let c = char::from(b'a' + (pick % 26) as u8);
                 target.replace_range(4..5, c.encode_utf8(&mut [0; 4]));
             }
-            if pick % 7 == 0 {
+            if pick.is_multiple_of(7) {
                 let c = char::from(b'a' + (pick % 23) as u8);
                 file.replace_range(4..5, c.encode_utf8(&mut [0; 4]));
             }
             let mut r = record(&target, &file, pick % 3, b"message");
             r.level = Level::ALL[(pick % 6) as usize];
-            let color = pick % 11 == 0;
+            let color = pick.is_multiple_of(11);
             let when = t + Duration::from_micros(u64::from(i) * 997 + u64::from(pick));
             let mut out = Vec::new();
             format_record(&mut out, when, &r, color);

@@ -56,6 +56,7 @@ impl Kept {
     }
 
     /// Whether nothing waits here: no line and no note.
+    #[cfg(test)]
     pub fn is_empty(&self) -> bool {
         self.lines.is_empty() && self.left_out_bytes == 0 && self.cut_lines == 0
     }
@@ -86,11 +87,6 @@ impl Kept {
         } else {
             self.push(record);
         }
-    }
-
-    /// Adds several lines at once; each counts as a line of its own.
-    pub fn push_text(&mut self, text: &[u8]) {
-        self.push_text_from(text, false);
     }
 
     fn push_text_from(&mut self, text: &[u8], first_is_rest: bool) {
@@ -255,6 +251,7 @@ pub struct Taken {
     /// Whether the first line is the rest of a line already started.
     first_is_rest: bool,
     /// How many kept lines `text` holds (the note not counted).
+    #[cfg_attr(not(test), allow(dead_code))] // read by the tests
     pub lines: u64,
     /// How many lines the note says were left out.
     pub left_out_lines: u64,

@@ -7,6 +7,18 @@
 use std::fmt;
 
 /// How severe a record is, from least to most.
+///
+/// ```
+/// use pylogsink::Level;
+///
+/// assert!(Level::Fatal > Level::Error);
+/// assert_eq!(Level::parse("WARNING"), Some(Level::Warn));
+/// assert_eq!(Level::Info.name(), "INFO ");
+/// assert_eq!(Level::Info.to_string(), "INFO");
+/// assert_eq!(Level::Fatal.to_log(), log::Level::Error);
+/// assert_eq!(Level::from(log::Level::Debug), Level::Debug);
+/// assert_eq!(Level::ALL.len(), 6);
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum Level {
     /// The finest detail: every step, for whoever traces the native code.
@@ -27,6 +39,8 @@ pub enum Level {
 
 impl Level {
     /// The fixed-width name written in each record.
+    ///
+    /// Shown in the [`Level`] example.
     pub const fn name(self) -> &'static str {
         match self {
             Level::Trace => "TRACE",
@@ -39,6 +53,8 @@ impl Level {
     }
 
     /// Parses a level name, case-insensitively (`"warning"` is accepted too).
+    ///
+    /// Shown in the [`Level`] example.
     pub fn parse(name: &str) -> Option<Level> {
         match name.to_ascii_lowercase().as_str() {
             "trace" => Some(Level::Trace),
@@ -66,6 +82,8 @@ impl From<log::Level> for Level {
 
 impl Level {
     /// The `log` level this one is filtered as: Fatal counts as Error.
+    ///
+    /// Shown in the [`Level`] example.
     pub const fn to_log(self) -> log::Level {
         match self {
             Level::Trace => log::Level::Trace,
@@ -77,6 +95,8 @@ impl Level {
     }
 
     /// Every level, from least to most severe.
+    ///
+    /// Shown in the [`Level`] example.
     pub const ALL: [Level; 6] = [
         Level::Trace,
         Level::Debug,

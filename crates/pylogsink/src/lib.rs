@@ -79,7 +79,7 @@
 //! default `tracing` subscriber (tracing-subscriber's registry with
 //! `tracing::layer()`). Each event becomes one record: the span context as
 //! tracing-subscriber's fmt writes it, the message, then the fields as
-//! `key=value`, escaped so that no value forges a record ([`fields`]):
+//! `key=value`, escaped so that no value forges a record ([`Fields`]):
 //!
 //! ```text
 //! [2026-12-03T08:01:47.351241Z INFO  testext::model lib.rs:140] load{path="model.pte"}:init{rows=42}: model ready rows=42 ratio=0.5 ok=true name="a b"
@@ -173,15 +173,22 @@
 
 mod builder;
 mod call;
-pub mod color;
+mod color;
 mod crash;
 mod destination;
 mod errors;
-pub mod fd;
-pub mod fields;
+mod fd;
+mod fields;
 mod filter;
+// Not part of the API: public only with the feature `internals`, for the
+// benchmark, the fuzz target and the demo runtime, which call the
+// formatting directly. It may change in any release.
+#[cfg(feature = "internals")]
+#[doc(hidden)]
 pub mod format;
-pub mod kept;
+#[cfg(not(feature = "internals"))]
+mod format;
+mod kept;
 mod level;
 mod logger;
 mod logging;
@@ -189,7 +196,7 @@ mod pending;
 mod pylevels;
 pub mod python;
 mod record;
-pub mod route;
+mod route;
 mod sink;
 #[cfg(feature = "tracing")]
 pub mod tracing;

@@ -6,6 +6,11 @@ use crate::fields::Fields;
 use crate::level::Level;
 
 /// One log record, as a front end hands it over.
+///
+/// No example: no public function takes a `Record`. It is what the `log`,
+/// `tracing` and [`emit`](crate::emit) front ends build; it is public for
+/// the demo runtime and the benchmark, which format records themselves
+/// (with the feature `internals`).
 #[derive(Clone, Copy, Debug)]
 pub struct Record<'a> {
     /// How severe it is.

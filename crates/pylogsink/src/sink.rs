@@ -31,17 +31,28 @@ static EMITTED_ELSEWHERE: PerLevel = PerLevel::new();
 static LEFT_OUT: AtomicU64 = AtomicU64::new(0);
 
 /// How long a line waits for room on fd 2 before it is kept or queued.
+///
+/// Shown in the [`set_stall_wait`] example.
 pub fn stall_wait() -> Duration {
     Duration::from_micros(STALL_WAIT_MICROS.load(Ordering::Relaxed))
 }
 
 /// Sets the stall wait (100 ms unless changed).
+///
+/// ```
+/// use std::time::Duration;
+///
+/// pylogsink::set_stall_wait(Duration::from_millis(20));
+/// assert_eq!(pylogsink::stall_wait(), Duration::from_millis(20));
+/// ```
 pub fn set_stall_wait(wait: Duration) {
     let micros = u64::try_from(wait.as_micros()).unwrap_or(u64::MAX);
     STALL_WAIT_MICROS.store(micros, Ordering::Relaxed);
 }
 
 /// Counts that let a test check that nothing was lost.
+///
+/// Shown in the [`stats`] example.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Stats {
     /// Records that passed the filter (records it drops are not counted:
@@ -57,6 +68,16 @@ pub struct Stats {
 }
 
 /// The counts since the process started.
+///
+/// ```
+/// use pylogsink::Level;
+///
+/// let before = pylogsink::stats();
+/// pylogsink::emit(Level::Error, "my_runtime", file!(), line!(), b"counted");
+/// let after = pylogsink::stats();
+/// assert_eq!(after.emitted, before.emitted + 1);
+/// assert_eq!(after.by_level[Level::Error as usize], before.by_level[Level::Error as usize] + 1);
+/// ```
 pub fn stats() -> Stats {
     let by_level = emitted();
     Stats {

@@ -9,7 +9,7 @@
 //!
 //! An event is one record: its level, target, file and line, then the
 //! span context as tracing-subscriber's fmt writes it, the message, and
-//! the event's fields as `key=value` (see [`crate::fields`]):
+//! the event's fields as `key=value` (see [`Fields`]):
 //!
 //! ```text
 //! [2026-12-03T08:10:00.000000Z INFO  testext::work lib.rs:140] load{path="model.pte"}:init: loaded rows=42
@@ -45,6 +45,8 @@ use tracing_subscriber::registry::{LookupSpan, Registry};
 
 /// pylogsink's tracing layer: events become records, filtered by the
 /// directives in force. Made by [`layer()`].
+///
+/// Shown in the [`layer()`] example.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct Layer {
     _private: (),

@@ -45,6 +45,12 @@ pub struct Call(());
 impl Call {
     /// A handle on the call this thread is in: its own outermost call, or
     /// the call it works for (attached). `None` outside any call.
+    ///
+    /// Shown in the [`Call`] example; outside any call:
+    ///
+    /// ```
+    /// assert!(pylogsink::Call::current().is_none());
+    /// ```
     pub fn current() -> Option<CallHandle> {
         THREAD.try_with(|t| t.handle()).ok().flatten()
     }
@@ -52,6 +58,8 @@ impl Call {
 
 /// A call that worker threads can attach to: cheap to clone, and to send
 /// to other threads.
+///
+/// Shown in the [`Call`] example.
 #[derive(Clone)]
 pub struct CallHandle {
     pub(crate) shared: Arc<Shared>,
@@ -64,6 +72,8 @@ impl CallHandle {
     /// where the call's own lines go. Attaching to a call that has returned
     /// changes nothing: the lines go as outside any call. A thread that is
     /// in a call of its own keeps that call's routing.
+    ///
+    /// Shown in the [`Call`] example.
     pub fn attach<T>(&self, f: impl FnOnce() -> T) -> T {
         struct Detach;
         impl Drop for Detach {
@@ -79,11 +89,26 @@ impl CallHandle {
     /// Attaches this thread to the call until [`detach_thread`], for code
     /// that cannot pass a closure (the C ABI). Pairs nest, and must match
     /// on the same thread.
+    ///
+    /// ```no_run
+    /// // On a worker thread, with a handle taken on the calling thread:
+    /// # let call: pylogsink::CallHandle = unimplemented!();
+    /// call.attach_thread();
+    /// log::info!("logged for the call");
+    /// pylogsink::detach_thread();
+    /// ```
     pub fn attach_thread(&self) {
         let _ = THREAD.try_with(|t| t.attach(self));
     }
 
     /// Whether the call is still in progress.
+    ///
+    /// ```no_run
+    /// # let call: pylogsink::CallHandle = unimplemented!();
+    /// if !call.is_live() {
+    ///     // The call returned: what this thread logs goes as outside any call.
+    /// }
+    /// ```
     pub fn is_live(&self) -> bool {
         self.shared.call.load(Ordering::Acquire) == self.call
     }
@@ -92,6 +117,8 @@ impl CallHandle {
 /// Ends the latest [`CallHandle::attach_thread`] on this thread: it works
 /// for the call it worked for before, if any. An unmatched one does
 /// nothing.
+///
+/// Shown in the [`CallHandle::attach_thread`] example.
 pub fn detach_thread() {
     let _ = THREAD.try_with(|t| t.detach());
 }

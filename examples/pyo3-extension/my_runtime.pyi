@@ -1,0 +1,18 @@
+from typing import Literal
+
+def load(path: str) -> int:
+    """Loads `path` (logs "loading <path>" at Info); RuntimeError for an
+    empty path, with the Error lines of the call."""
+
+def set_log_filter(spec: str) -> None:
+    """Sets which records are logged, in env_logger's syntax
+    ("warn,my_runtime=debug"); ValueError names a bad directive."""
+def log_filter() -> str:
+    """The directives in force."""
+def set_log_destination(name: Literal["logging", "stderr"]) -> None:
+    """Sends records to Python's logging, or to stderr as text."""
+def log_destination() -> Literal["logging", "stderr"]:
+    """Where records go."""
+def log_stats() -> dict[str, int]:
+    """Records emitted (in all and per level: "trace" ... "fatal"),
+    lines left out ("left_out") and bytes fd 2 refused ("failed_bytes")."""

@@ -1,0 +1,37 @@
+//! my_runtime: a PyO3 extension whose native code logs through pylogsink.
+
+use pyo3::exceptions::PyRuntimeError;
+use pyo3::prelude::*;
+
+#[pyfunction]
+fn load(py: Python<'_>, path: &str) -> PyResult<usize> {
+    // Wrap the body of every binding that may log.
+    pylogsink::call(py, || {
+        log::info!("loading {path}");
+        if path.is_empty() {
+            log::error!("no path given");
+            // The exception's message ends with the call's Error lines.
+            return Err(pylogsink::error::<PyRuntimeError>("load failed"));
+        }
+        Ok(path.len())
+    })
+}
+
+// The function's name is the module's (the `[lib] name` in Cargo.toml):
+// Python calls `PyInit_my_runtime`. A function named otherwise needs
+// `#[pyo3(name = "my_runtime")]`.
+#[pymodule]
+fn my_runtime(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    // Install pylogsink as the `log` crate's logger, with the filter the
+    // users set in MY_RUNTIME_LOG (else "warn"); calling it twice is
+    // harmless, another logger already installed is an error.
+    pylogsink::Builder::new()
+        .env("MY_RUNTIME_LOG")
+        .default_filter("warn")
+        .init()
+        .map_err(|e| PyRuntimeError::new_err(e.to_string()))?;
+    // set_log_filter, log_filter, set_log_destination, log_destination and
+    // log_stats, for the users.
+    pylogsink::python::add_functions(m)?;
+    m.add_function(wrap_pyfunction!(load, m)?)
+}

@@ -1,0 +1,119 @@
+"""The examples in examples/, each a project of its own, built and
+installed by scripts/test.sh as a user would build theirs (maturin for the
+PyO3 one, pip with setuptools and pybind11 for the C++ one): they import,
+log as the README says, and the README's snippets are taken from them."""
+
+from __future__ import annotations
+
+import ast
+import importlib
+import os
+import re
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+
+from conftest import records
+
+ROOT = Path(__file__).resolve().parent.parent
+# The module, the variable its users set, and the source file its records name.
+EXAMPLES = [
+    ("my_runtime", "MY_RUNTIME_LOG", "lib.rs"),
+    ("my_cpp_runtime", "MY_CPP_RUNTIME_LOG", "my_cpp_runtime.cpp"),
+]
+IDS = [name for name, _, _ in EXAMPLES]
+
+
+@pytest.fixture(params=EXAMPLES, ids=IDS)
+def example(request: pytest.FixtureRequest) -> Iterator[tuple[ModuleType, str, str]]:
+    name, env_var, source = request.param
+    module = importlib.import_module(name)
+    before = module.log_filter()
+    yield module, env_var, source
+    module.set_log_filter(before)
+
+
+def test_capsys_gets_the_line(example: tuple[ModuleType, str, str], capsys: pytest.CaptureFixture[str]) -> None:
+    module, _, source = example
+    assert module.log_filter() == "warn"  # the default the example chose
+    assert module.load("model.pte") == 9
+    assert capsys.readouterr().err == ""  # Info is below the default
+    module.set_log_filter("info")
+    assert module.load("model.pte") == 9
+    [line] = records(capsys.readouterr().err)
+    assert re.fullmatch(rf"\[\S+Z INFO  {module.__name__} {re.escape(source)}:\d+\] loading model\.pte", line), line
+
+
+def test_error_carries_the_lines(example: tuple[ModuleType, str, str], capsys: pytest.CaptureFixture[str]) -> None:
+    module, _, _ = example
+    with pytest.raises(RuntimeError) as raised:
+        module.load("")
+    assert str(raised.value) == "load failed\nErrors logged during the call:\n  no path given"
+    # The Error line is on stderr too; the Info line before it is filtered.
+    [line] = records(capsys.readouterr().err)
+    assert line.endswith("] no path given") and " ERROR " in line
+
+
+def test_cpp_call_guard(capsys: pytest.CaptureFixture[str]) -> None:
+    import my_cpp_runtime
+
+    my_cpp_runtime.set_log_filter("info")
+    try:
+        assert my_cpp_runtime.load_released("model.pte") == 9
+    finally:
+        my_cpp_runtime.set_log_filter("warn")
+    [line] = records(capsys.readouterr().err)
+    assert line.endswith("] loading model.pte")
+
+
+@pytest.mark.parametrize(("name", "env_var", "source"), EXAMPLES, ids=IDS)
+@pytest.mark.parametrize(
+    ("value", "shown"),
+    [(None, False), ("info", True), ("warn,{name}=debug", True), ("info,{name}=error", False)],
+    ids=["unset", "info", "target-debug", "target-error"],
+)
+def test_filter_variable(name: str, env_var: str, source: str, value: str | None, shown: bool) -> None:
+    env = {k: v for k, v in os.environ.items() if k != env_var}
+    if value is not None:
+        env[env_var] = value.format(name=name)
+    code = f"import {name}; print({name}.log_filter()); {name}.load('model.pte')"
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, env=env)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == (value or "warn").format(name=name)
+    assert ("] loading model.pte" in done.stderr) == shown, done.stderr
+
+
+def test_pyo3_stub_matches_the_module() -> None:
+    import my_runtime
+
+    stub = ast.parse((ROOT / "examples/pyo3-extension/my_runtime.pyi").read_text())
+    in_stub = {node.name for node in stub.body if isinstance(node, ast.FunctionDef)}
+    exported = {n for n in dir(my_runtime) if not n.startswith("_") and not isinstance(getattr(my_runtime, n), ModuleType)}
+    assert in_stub == exported
+
+
+def snippets(doc: Path) -> list[tuple[str, str]]:
+    """The code blocks of ``doc`` marked ``<!-- from FILE -->``: (FILE, code)."""
+    pattern = re.compile(r"<!-- from (\S+) -->\n```[a-z]*\n(.*?)^```$", re.S | re.M)
+    return pattern.findall(doc.read_text())
+
+
+@pytest.mark.parametrize("doc", ["README.md", "crates/pylogsink/README.md"])
+def test_readme_snippets_are_the_examples(doc: str) -> None:
+    found = snippets(ROOT / doc)
+    # Both READMEs show the PyO3 example; the main one shows the rest too.
+    expected = {"examples/pyo3-extension/src/lib.rs"}
+    if doc == "README.md":
+        expected |= {
+            "examples/pyo3-extension/Cargo.toml",
+            "examples/pyo3-extension/my_runtime.pyi",
+            "examples/pybind11-extension/setup.py",
+            "examples/pybind11-extension/src/my_cpp_runtime.cpp",
+        }
+    assert {path for path, _ in found} == expected
+    for path, code in found:
+        assert code in (ROOT / path).read_text(), f"{doc}: a block differs from {path}"

@@ -1,0 +1,78 @@
+"""The Python package itself: one version (the workspace's Cargo.toml),
+stubs for what the native module exports, and ``python -m pylogsink``."""
+
+from __future__ import annotations
+
+import ast
+import importlib.resources
+import inspect
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pylogsink
+import pylogsink._pylogsink as native
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def test_version_comes_from_cargo() -> None:
+    cargo = (ROOT / "Cargo.toml").read_text()
+    [version] = re.findall(r'^\[workspace\.package\]\n(?:.*\n)*?version = "([^"]+)"', cargo, re.M)
+    assert pylogsink.__version__ == version
+    project = (ROOT / "pyproject.toml").read_text().split("[project]")[1].split("\n[")[0]
+    assert 'dynamic = ["version"]' in project
+    assert not re.search(r"^version\s*=", project, re.M)
+
+
+def test_the_wheel_ships_its_types() -> None:
+    files = importlib.resources.files("pylogsink")
+    assert files.joinpath("py.typed").is_file()
+    assert files.joinpath("_pylogsink.pyi").is_file()
+
+
+def stub_functions(tree: ast.Module) -> dict[str, list[str]]:
+    """The stub's functions (methods as Class.name) and their parameter names."""
+    found: dict[str, list[str]] = {}
+    for node in tree.body:
+        if isinstance(node, ast.FunctionDef):
+            found[node.name] = [a.arg for a in node.args.args + node.args.kwonlyargs]
+        elif isinstance(node, ast.ClassDef):
+            found[node.name] = []
+            for item in node.body:
+                if isinstance(item, ast.FunctionDef):
+                    found[f"{node.name}.{item.name}"] = [a.arg for a in item.args.args if a.arg != "self"]
+    return found
+
+
+def test_stub_matches_the_native_module() -> None:
+    stub = stub_functions(ast.parse(importlib.resources.files("pylogsink").joinpath("_pylogsink.pyi").read_text()))
+    runtime: dict[str, list[str]] = {}
+    for name in dir(native):
+        if name.startswith("_"):
+            continue
+        obj = getattr(native, name)
+        if isinstance(obj, type):
+            runtime[name] = []
+            for method in (m for m in vars(obj) if not m.startswith("_")):
+                params = inspect.signature(getattr(obj, method)).parameters
+                runtime[f"{name}.{method}"] = [p for p in params if p != "self"]
+        else:
+            runtime[name] = list(inspect.signature(obj).parameters)
+    assert stub == runtime
+    # Everything the package exports is typed: the native functions through
+    # the stub, the rest in Python.
+    assert set(pylogsink.__all__) <= set(stub) | {"get_cmake_dir", "get_include", "get_library", "get_link_args"}
+
+
+def test_python_m_pylogsink_runs_the_demo() -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "pylogsink", "--iterations", "20", "--timeout", "5", "--exit-runs", "0"],
+        capture_output=True,
+        text=True,
+        timeout=100,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "naive      hung (killed after 5 s)" in done.stdout
+    assert "pylogsink completed every run; the naive sink hung." in done.stdout
