@@ -62,6 +62,14 @@ def test_errors_keep_the_first_kilobyte() -> None:
     assert left_out == f"{len(logged) - 1024} more bytes left out]"
 
 
+def test_a_full_call_leaves_no_count_to_the_next() -> None:
+    with quiet(), pytest.raises(RuntimeError):
+        pylogsink.fail(500)
+    with quiet(), pytest.raises(RuntimeError) as info:
+        pylogsink.fail(1)
+    assert str(info.value) == "fail: 1 errors\nErrors logged during the call:\n  cause 0"
+
+
 def test_each_call_starts_with_no_errors() -> None:
     with quiet(), pytest.raises(RuntimeError):
         pylogsink.fail(3)

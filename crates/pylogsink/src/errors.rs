@@ -56,6 +56,16 @@ impl Errors {
         self.left_out += message.len() - take;
     }
 
+    /// Whether every later message would be left out whole.
+    pub fn is_full(&self) -> bool {
+        self.text.len() + 1 >= ERRORS_CAP
+    }
+
+    /// Counts `bytes` more left out (messages a full buffer never saw).
+    pub fn add_left_out(&mut self, bytes: u64) {
+        self.left_out += bytes as usize;
+    }
+
     /// `text`, then the collected messages, as one exception message.
     pub fn message(&self, text: &[u8]) -> String {
         let mut out = text.to_vec();
@@ -150,6 +160,23 @@ mod tests {
         assert!(e
             .message(b"t")
             .ends_with(&format!(" [{} more bytes left out]", e.left_out)));
+    }
+
+    /// The lock-free count of a full buffer must match what `collect`
+    /// would have done: `is_full` exactly when a message is left out whole.
+    #[test]
+    fn full_means_each_later_message_is_left_out_whole() {
+        for first in [1, 500, 1021, 1022, 1023, 1024, 3000] {
+            for second in [0, 1, 2, 10] {
+                let mut e = Errors::default();
+                e.collect(&vec![b'a'; first]);
+                e.collect(&vec![b'b'; second]);
+                let (text, left_out, full) = (e.text.clone(), e.left_out, e.is_full());
+                e.collect(b"later");
+                let whole = e.text == text && e.left_out == left_out + 6;
+                assert_eq!(full, whole, "{first} {second}");
+            }
+        }
     }
 
     #[test]

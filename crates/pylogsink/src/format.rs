@@ -26,22 +26,25 @@
 
 use crate::color;
 use crate::fields;
+use crate::fields::Fields;
 use crate::level::Level;
 use crate::record::Record;
-use std::cell::RefCell;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 /// What an embedded newline becomes: the record goes on, indented.
 pub const CONTINUATION: &[u8] = b"\n    ";
 
 /// Appends one whole record, newline-terminated, to `out`; with `color`,
-/// the level name is colored.
+/// the level name is colored. This is the plain way, with no cache: what
+/// [`Formatter`] must write, byte for byte.
 pub fn format_record(out: &mut Vec<u8>, now: SystemTime, record: &Record<'_>, color: bool) {
     let since = now.duration_since(UNIX_EPOCH).unwrap_or_default();
-    format_record_at(out, since, record, color);
+    out.extend_from_slice(&time_text(&second_prefix(since.as_secs()), since));
+    push_middle(out, record, color);
+    push_message(out, record.message, record.fields);
 }
 
-/// The time now, since the Unix epoch: what [`format_record_at`] takes.
+/// The time now, since the Unix epoch: what [`Formatter::format`] takes.
 /// One `clock_gettime`, without the checked arithmetic of
 /// `SystemTime::duration_since`, which costs more than the clock itself.
 pub(crate) fn now_since_epoch() -> Duration {
@@ -58,95 +61,207 @@ pub(crate) fn now_since_epoch() -> Duration {
     )
 }
 
-/// [`format_record`] at a time given as a duration since the Unix epoch.
-pub(crate) fn format_record_at(
-    out: &mut Vec<u8>,
-    since: Duration,
-    record: &Record<'_>,
-    color: bool,
-) {
-    out.reserve(record.message.len() + record.target.len() + 64);
-    let cached = CACHE.try_with(|cache| match cache.try_borrow_mut() {
-        Ok(mut cache) => {
-            cache.push_head(out, since, record, color);
-            true
-        }
-        // A signal handler that logs while this thread formats a record.
-        Err(_) => false,
-    });
-    if cached != Ok(true) {
-        out.extend_from_slice(&time_text(&second_prefix(since.as_secs()), since));
-        push_middle(out, record, color);
-    }
-    match record.fields {
-        None => escape_into(out, record.message),
+/// The message, its fields around it, and the newline.
+fn push_message(out: &mut Vec<u8>, message: &[u8], fields: Option<&Fields>) {
+    match fields {
+        None => escape_into(out, message),
         Some(fields) => {
             fields::push_prefix(out, fields);
-            escape_into(out, record.message);
+            escape_into(out, message);
             fields::push_suffix(out, fields);
         }
     }
     out.push(b'\n');
 }
 
-thread_local! {
-    static CACHE: RefCell<Head> = const { RefCell::new(Head::new()) };
+/// A message as a front end holds it.
+#[derive(Clone, Copy)]
+pub(crate) enum Text<'a> {
+    /// Bytes, in any encoding: what [`Record::message`] holds.
+    Bytes(&'a [u8]),
+    /// Format arguments (`log`'s), written straight into the line, so the
+    /// message is never copied on its way there.
+    Args(std::fmt::Arguments<'a>),
 }
 
-/// What a thread formatted last of a record's head, which changes slowly:
-/// the date and time up to the second, and the part between the time and
-/// the message (` ERROR rt::db db.rs:42] `), which is the same for every
-/// record of one call site. The middle is reused only if the level, the
-/// color, the line and the bytes of the target and the file all match.
+/// Where one thread formats its records: the line, and what it formatted
+/// last of a record's head, which changes slowly. It belongs to the
+/// thread's state, so that a record takes one thread-local access.
+pub(crate) struct Formatter {
+    line: Vec<u8>,
+    /// A message given as arguments that needed escaping, as written.
+    raw: Vec<u8>,
+    head: Head,
+}
+
+impl Formatter {
+    pub const fn new() -> Formatter {
+        Formatter {
+            line: Vec::new(),
+            raw: Vec::new(),
+            head: Head::new(),
+        }
+    }
+
+    /// Formats one record, whose message is `text` (the record's own
+    /// `message` is not read), at `since` the Unix epoch. Returns the
+    /// line, and the message as it was logged, unescaped (what an
+    /// exception shows of an Error record).
+    pub fn format<'s>(
+        &'s mut self,
+        since: Duration,
+        record: &Record<'s>,
+        text: Text<'s>,
+        color: bool,
+    ) -> (&'s [u8], &'s [u8]) {
+        self.line.clear();
+        self.head.push(&mut self.line, since, record, color);
+        match text {
+            Text::Bytes(message) => {
+                push_message(&mut self.line, message, record.fields);
+                (&self.line, message)
+            }
+            Text::Args(args) => {
+                let line = &mut self.line;
+                if let Some(fields) = record.fields {
+                    fields::push_prefix(line, fields);
+                }
+                let start = line.len();
+                // A `Display` that fails leaves what it wrote so far.
+                let _ = std::fmt::Write::write_fmt(&mut Append(line), args);
+                let end = line.len();
+                let plain = is_plain(&line[start..]);
+                if !plain {
+                    self.raw.clear();
+                    self.raw.extend_from_slice(&line[start..]);
+                    line.truncate(start);
+                    escape_slowly(line, &self.raw);
+                }
+                if let Some(fields) = record.fields {
+                    fields::push_suffix(line, fields);
+                }
+                line.push(b'\n');
+                let message = if plain {
+                    &self.line[start..end]
+                } else {
+                    &self.raw[..]
+                };
+                (&self.line, message)
+            }
+        }
+    }
+
+    /// Lets go of a line buffer that one huge record made huge.
+    pub fn shrink(&mut self, max: usize) {
+        if self.line.capacity() > max {
+            self.line = Vec::new();
+        }
+        if self.raw.capacity() > max {
+            self.raw = Vec::new();
+        }
+    }
+}
+
+/// `fmt::Write` for a byte buffer.
+struct Append<'a>(&'a mut Vec<u8>);
+
+impl std::fmt::Write for Append<'_> {
+    #[inline]
+    fn write_str(&mut self, s: &str) -> std::fmt::Result {
+        self.0.extend_from_slice(s.as_bytes());
+        Ok(())
+    }
+}
+
+/// What a thread formatted last of a record's head: the date and time up
+/// to the second, and the part between the time and the message
+/// (` ERROR rt::db db.rs:42] `), which is the same for every record of one
+/// call site. They are kept as one piece of text, `[2026-12-02T09:19:22.`,
+/// six places for the microseconds, `Z`, then the middle: a record copies
+/// it and writes its own microseconds in place.
+///
+/// The middle is reused only if the level, the color, the line and the
+/// bytes of the target and the file all match: by content, never by
+/// address, since a target may live in a buffer that is rewritten.
 struct Head {
     second: u64,
-    second_text: [u8; 20],
     level: Level,
     color: bool,
     line: u32,
     target: Vec<u8>,
     file: Vec<u8>,
-    middle: Vec<u8>,
+    /// The time, up to the second, then the middle.
+    text: Vec<u8>,
 }
+
+/// Where the microseconds go in a record's head.
+const MICROS: std::ops::Range<usize> = 21..27;
 
 impl Head {
     const fn new() -> Head {
         Head {
             second: u64::MAX,
-            second_text: [0; 20],
             level: Level::Trace,
             color: false,
             line: 0,
             target: Vec::new(),
             file: Vec::new(),
-            middle: Vec::new(),
+            text: Vec::new(),
         }
     }
 
     /// Appends the time and the middle, from the cache where it holds.
-    fn push_head(&mut self, out: &mut Vec<u8>, since: Duration, record: &Record<'_>, color: bool) {
-        let secs = since.as_secs();
-        if secs != self.second {
-            self.second_text = second_prefix(secs);
-            self.second = secs;
-        }
-        out.extend_from_slice(&time_text(&self.second_text, since));
-        let same = !self.middle.is_empty()
-            && self.line == record.line
+    #[inline]
+    fn push(&mut self, out: &mut Vec<u8>, since: Duration, record: &Record<'_>, color: bool) {
+        let same = self.line == record.line
             && self.level == record.level
             && self.color == color
-            && self.target == record.target.as_bytes()
-            && self.file == record.file.as_bytes();
-        if !same {
-            self.middle.clear();
-            push_middle(&mut self.middle, record, color);
-            self.target.clear();
-            self.target.extend_from_slice(record.target.as_bytes());
-            self.file.clear();
-            self.file.extend_from_slice(record.file.as_bytes());
-            (self.line, self.level, self.color) = (record.line, record.level, color);
+            && same_bytes(&self.target, record.target.as_bytes())
+            && same_bytes(&self.file, record.file.as_bytes());
+        let secs = since.as_secs();
+        if !same || secs != self.second {
+            self.remember(secs, record, color);
         }
-        out.extend_from_slice(&self.middle);
+        let start = out.len();
+        out.extend_from_slice(&self.text);
+        out[start + MICROS.start..start + MICROS.end].copy_from_slice(&micros_text(since));
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn remember(&mut self, secs: u64, record: &Record<'_>, color: bool) {
+        self.text.clear();
+        self.text
+            .extend_from_slice(&time_text(&second_prefix(secs), Duration::ZERO));
+        push_middle(&mut self.text, record, color);
+        self.second = secs;
+        self.target.clear();
+        self.target.extend_from_slice(record.target.as_bytes());
+        self.file.clear();
+        self.file.extend_from_slice(record.file.as_bytes());
+        (self.line, self.level, self.color) = (record.line, record.level, color);
+    }
+}
+
+/// `a == b`, without a call to `memcmp` for the short names that targets
+/// and file paths usually are.
+#[inline]
+fn same_bytes(a: &[u8], b: &[u8]) -> bool {
+    if a.len() != b.len() {
+        return false;
+    }
+    let word = |s: &[u8], at: usize| u64::from_ne_bytes(s[at..at + 8].try_into().expect("8 bytes"));
+    match a.len() {
+        // Two words that overlap cover every byte.
+        8..=16 => word(a, 0) == word(b, 0) && word(a, a.len() - 8) == word(b, b.len() - 8),
+        17..=32 => {
+            let n = a.len();
+            word(a, 0) == word(b, 0)
+                && word(a, 8) == word(b, 8)
+                && word(a, n - 16) == word(b, n - 16)
+                && word(a, n - 8) == word(b, n - 8)
+        }
+        _ => a == b,
     }
 }
 
@@ -286,21 +401,27 @@ const PAIRS: &[u8; 200] = b"\
 /// `[2026-12-02T09:19:22.123456Z`: a record's opening bracket and time,
 /// from the text of its second and the microseconds of `since`.
 fn time_text(second: &[u8; 20], since: Duration) -> [u8; 28] {
+    let mut text = [b'['; 28];
+    text[1..21].copy_from_slice(second);
+    text[MICROS].copy_from_slice(&micros_text(since));
+    text[27] = b'Z';
+    text
+}
+
+/// The six digits of the microseconds of `since`, two per division.
+#[inline]
+fn micros_text(since: Duration) -> [u8; 6] {
     let n = since.subsec_micros() as usize % 1_000_000;
     let (high, low) = (n / 10_000, n % 10_000);
     let (mid, low) = (low / 100, low % 100);
-    let mut text = [b'['; 28];
-    text[1..21].copy_from_slice(second);
-    text[21..27].copy_from_slice(&[
+    [
         PAIRS[2 * high],
         PAIRS[2 * high + 1],
         PAIRS[2 * mid],
         PAIRS[2 * mid + 1],
         PAIRS[2 * low],
         PAIRS[2 * low + 1],
-    ]);
-    text[27] = b'Z';
-    text
+    ]
 }
 
 /// `2026-12-02T09:19:22.` for `secs` seconds since the Unix epoch.
@@ -417,10 +538,32 @@ mod tests {
         assert!(!formatted(&r, false).contains('\x1b'));
     }
 
+    /// `record` through a [`Formatter`], its message given as bytes or
+    /// as format arguments; checks that both write the same line and
+    /// give back the message as logged.
+    fn through(f: &mut Formatter, t: SystemTime, record: &Record<'_>, color: bool) -> Vec<u8> {
+        let since = t.duration_since(UNIX_EPOCH).unwrap();
+        let (line, message) = f.format(since, record, Text::Bytes(record.message), color);
+        assert_eq!(message, record.message);
+        let line = line.to_vec();
+        let text = std::str::from_utf8(record.message).expect("a str message");
+        // The arguments live until the end of the `match`; a `let` would
+        // drop them at its end, before the slices are read.
+        #[allow(clippy::match_single_binding)]
+        match f.format(since, record, Text::Args(format_args!("{text}")), color) {
+            (by_args, message) => {
+                assert_eq!(by_args, line);
+                assert_eq!(message, record.message);
+            }
+        }
+        line
+    }
+
     #[test]
     fn the_cached_second_follows_the_clock() {
         let r = record("rt", "f.rs", 1, b"m");
         let t = UNIX_EPOCH + Duration::new(1_796_117_962, 5_000);
+        let mut f = Formatter::new();
         let mut a = Vec::new();
         for t in [
             t,
@@ -428,7 +571,7 @@ mod tests {
             t + Duration::from_secs(86_400),
             t,
         ] {
-            format_record(&mut a, t, &r, false);
+            a.extend(through(&mut f, t, &r, false));
         }
         assert_eq!(
             String::from_utf8(a).unwrap(),
@@ -439,44 +582,75 @@ mod tests {
         );
     }
 
-    /// The record as formatted without the per-thread cache.
+    /// The record as formatted without the per-thread cache, the time
+    /// by `format!`.
     fn uncached(t: SystemTime, record: &Record<'_>, color: bool) -> Vec<u8> {
         let since = t.duration_since(UNIX_EPOCH).unwrap();
         let mut out = b"[".to_vec();
         out.extend_from_slice(&second_prefix(since.as_secs()));
         out.extend_from_slice(format!("{:06}Z", since.subsec_micros()).as_bytes());
         push_middle(&mut out, record, color);
-        escape_into(&mut out, record.message);
-        out.push(b'\n');
+        push_message(&mut out, record.message, record.fields);
         out
     }
 
     #[test]
     fn the_cached_head_matches_the_uncached_one() {
         // Targets and files rewritten in place: the same address and
-        // length with other bytes must not reuse the cached middle.
+        // length with other bytes must not reuse the cached middle. Their
+        // lengths cross the word sizes that `same_bytes` compares by.
         let mut target = String::from("rt::a");
         let mut file = String::from("src/a.rs");
         let t = UNIX_EPOCH + Duration::new(1_796_117_962, 999_999_000);
+        let mut f = Formatter::new();
         let mut seed = 7u32;
-        for i in 0..2000u32 {
+        for i in 0..4000u32 {
             seed = seed.wrapping_mul(1_103_515_245).wrapping_add(12_345);
             let pick = seed >> 16;
             if pick.is_multiple_of(5) {
                 let c = char::from(b'a' + (pick % 26) as u8);
-                target.replace_range(4..5, c.encode_utf8(&mut [0; 4]));
+                let at = (pick as usize / 7) % target.len();
+                target.replace_range(at..at + 1, c.encode_utf8(&mut [0; 4]));
             }
             if pick.is_multiple_of(7) {
                 let c = char::from(b'a' + (pick % 23) as u8);
-                file.replace_range(4..5, c.encode_utf8(&mut [0; 4]));
+                let at = (pick as usize / 5) % file.len();
+                file.replace_range(at..at + 1, c.encode_utf8(&mut [0; 4]));
             }
-            let mut r = record(&target, &file, pick % 3, b"message");
+            if pick.is_multiple_of(97) && target.len() < 40 {
+                target.push('x');
+                file.push('y');
+            }
+            let messages: [&[u8]; 3] = [b"message", b"two\nlines", "caf\u{e9} \x1b[2J".as_bytes()];
+            let mut fields = Fields::new();
+            fields.push_int("n", i);
+            fields.spans_mut().extend_from_slice(b"span");
+            let mut r = record(&target, &file, pick % 3, messages[(pick % 3) as usize]);
             r.level = Level::ALL[(pick % 6) as usize];
+            r.fields = pick.is_multiple_of(13).then_some(&fields);
             let color = pick.is_multiple_of(11);
             let when = t + Duration::from_micros(u64::from(i) * 997 + u64::from(pick));
             let mut out = Vec::new();
             format_record(&mut out, when, &r, color);
             assert_eq!(out, uncached(when, &r, color), "record {i}");
+            assert_eq!(through(&mut f, when, &r, color), out, "record {i}");
+        }
+    }
+
+    #[test]
+    fn same_bytes_is_equality() {
+        let base: Vec<u8> = (b'a'..=b'z').cycle().take(40).collect();
+        for n in 0..=40 {
+            let a = &base[..n];
+            // Equal bytes at another address.
+            let copy = a.to_vec();
+            assert!(same_bytes(a, &copy));
+            for at in 0..n {
+                let mut b = a.to_vec();
+                b[at] ^= 1;
+                assert!(!same_bytes(a, &b), "{n} {at}");
+            }
+            assert!(!same_bytes(a, &base[..n.saturating_sub(1)]) || n == 0);
         }
     }
 

@@ -8,10 +8,9 @@
 use crate::fields::Fields;
 use crate::level::Level;
 use crate::record::Record;
-use crate::sink::emit_record;
+use crate::sink::emit_args;
 use log::kv::{self, Key, Value, VisitSource, VisitValue};
 use std::cell::RefCell;
-use std::fmt::Write as _;
 
 struct Logger;
 
@@ -32,43 +31,28 @@ impl log::Log for Logger {
         if !crate::sink::enabled(level, record.target()) {
             return;
         }
-        let key_values = record.key_values();
-        let with = |message: &[u8]| {
-            let plain = |fields: Option<&Fields>| {
-                emit_record(&Record {
-                    level,
-                    target: record.target(),
-                    file: record.file().unwrap_or(""),
-                    line: record.line().unwrap_or(0),
-                    message,
-                    fields,
-                })
-            };
-            if key_values.count() == 0 {
-                return plain(None);
-            }
-            with_fields(|fields| {
-                let _ = key_values.visit(&mut Pairs(fields));
-                plain(Some(fields));
-            });
+        let plain = Record {
+            level,
+            target: record.target(),
+            file: record.file().unwrap_or(""),
+            line: record.line().unwrap_or(0),
+            message: b"",
+            fields: None,
         };
-        if let Some(text) = record.args().as_str() {
-            return with(text.as_bytes());
+        let key_values = record.key_values();
+        if key_values.count() == 0 {
+            return emit_args(&plain, *record.args());
         }
-        thread_local!(static SCRATCH: RefCell<String> = const { RefCell::new(String::new()) });
-        let formatted = SCRATCH.try_with(|s| {
-            let Ok(mut s) = s.try_borrow_mut() else {
-                return false;
-            };
-            s.clear();
-            let _ = s.write_fmt(*record.args());
-            with(s.as_bytes());
-            true
+        with_fields(|fields| {
+            let _ = key_values.visit(&mut Pairs(fields));
+            emit_args(
+                &Record {
+                    fields: Some(fields),
+                    ..plain
+                },
+                *record.args(),
+            );
         });
-        if formatted != Ok(true) {
-            // Re-entered from a `Display` impl that logs, or thread teardown.
-            with(record.args().to_string().as_bytes());
-        }
     }
 
     fn flush(&self) {}

@@ -11,7 +11,7 @@ use crate::destination::to_logging;
 use crate::errors::Errors;
 use crate::fd::{self, STDERR};
 use crate::filter;
-use crate::format::{format_record_at, now_since_epoch};
+use crate::format::{now_since_epoch, Formatter, Text};
 use crate::kept::{Kept, Taken, CAP};
 use crate::level::Level;
 use crate::pending::{queue, Batch, Pending, PendingRecord};
@@ -19,7 +19,7 @@ use crate::pylevels;
 use crate::record::Record;
 use crate::route::{entry_sink, on_no_room, route, NoRoom, Route, Sink};
 use crate::worker::CallHandle;
-use std::cell::{BorrowMutError, Cell, RefCell, RefMut};
+use std::cell::{Cell, RefCell};
 use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU64, AtomicU8, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, Once, Weak};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
@@ -103,14 +103,15 @@ pub fn stats() -> Stats {
 /// ```
 pub fn emit(level: Level, target: &str, file: &str, line: u32, message: &[u8]) {
     if enabled(level, target) {
-        emit_record(&Record {
+        let record = Record {
             level,
             target,
             file,
             line,
             message,
             fields: None,
-        });
+        };
+        emit_text(&record, Text::Bytes(message));
     }
 }
 
@@ -125,49 +126,66 @@ pub(crate) fn enabled(level: Level, target: &str) -> bool {
 
 /// Routes one record that the filter let through.
 pub(crate) fn emit_record(record: &Record<'_>) {
+    emit_text(record, Text::Bytes(record.message));
+}
+
+/// Routes one record that the filter let through, whose message is
+/// `args` (`record.message` is not read): the `log` front end's way in,
+/// which formats the message straight into the line.
+pub(crate) fn emit_args(record: &Record<'_>, args: std::fmt::Arguments<'_>) {
+    if (to_logging() && record.level != Level::Fatal) || record.fields.is_some() {
+        // Records for `logging` keep their message apart, and an Error
+        // record's fields join the message its exception shows.
+        let message = args.to_string();
+        return emit_record(&Record {
+            message: message.as_bytes(),
+            ..*record
+        });
+    }
+    emit_text(record, Text::Args(args));
+}
+
+#[inline(always)]
+fn emit_text(record: &Record<'_>, text: Text<'_>) {
     let now = now_since_epoch();
     if to_logging() && record.level != Level::Fatal {
         return keep_for_logging(record, UNIX_EPOCH + now);
     }
-    let format = |out: &mut Vec<u8>, sink: Sink| {
-        let color = color::use_color(color::choice(), sink, fd::stderr_is_terminal);
-        format_record_at(out, now, record, color)
-    };
-    let (level, mut message) = (record.level, record.message);
-    // What an exception shows of an Error record: with its span context
-    // and fields, if it has any.
-    let with_fields;
-    if let (Some(fields), true) = (record.fields, level >= Level::Error) {
-        let mut text = Vec::new();
-        crate::fields::message_text(&mut text, message, Some(fields));
-        with_fields = text;
-        message = &with_fields;
-    }
+    let level = record.level;
     let routed = THREAD.try_with(|t| {
+        t.count(level);
         let joined = t.joined();
-        match t.count_and_borrow_scratch(level) {
-            Ok(mut out) => {
-                out.clear();
-                format(&mut out, joined.sink);
-                t.emit(&joined, level, message, &out);
-                if out.capacity() > SCRATCH_MAX {
-                    *out = Vec::new();
-                }
-            }
+        let mut borrowed = t.formatter.try_borrow_mut();
+        let mut spare;
+        let formatter: &mut Formatter = match &mut borrowed {
+            Ok(formatter) => formatter,
             // Logging from a signal handler while this thread formats a line.
             Err(_) => {
-                let mut out = Vec::new();
-                format(&mut out, joined.sink);
-                t.emit(&joined, level, message, &out);
+                spare = Formatter::new();
+                &mut spare
             }
+        };
+        let color = color::use_color(color::choice(), joined.sink, fd::stderr_is_terminal);
+        let (line, message) = formatter.format(now, record, text, color);
+        match (record.fields, level >= Level::Error) {
+            // What an exception shows of an Error record: with its span
+            // context and fields.
+            (Some(fields), true) => {
+                let mut with_fields = Vec::new();
+                crate::fields::message_text(&mut with_fields, message, Some(fields));
+                t.emit(&joined, level, &with_fields, line);
+            }
+            _ => t.emit(&joined, level, message, line),
         }
+        formatter.shrink(SCRATCH_MAX);
     });
     if routed.is_err() {
         // The thread is being torn down: it is outside any call.
         EMITTED_ELSEWHERE.add(level, 1);
-        let mut out = Vec::new();
-        format(&mut out, Sink::Outside);
-        write_direct(Sink::Outside, &out, stall_wait(), |_, _| {});
+        let color = color::use_color(color::choice(), Sink::Outside, fd::stderr_is_terminal);
+        let mut formatter = Formatter::new();
+        let (line, _) = formatter.format(now, record, text, color);
+        write_direct(Sink::Outside, line, stall_wait(), |_, _| {});
     }
 }
 
@@ -289,7 +307,7 @@ pub(crate) struct ThreadState {
     /// ends), and the count of records emitted (for `stats`).
     shared: Arc<Shared>,
     /// Where the log function formats each record.
-    scratch: RefCell<Vec<u8>>,
+    formatter: RefCell<Formatter>,
 }
 
 /// The call a line joins, and where its lines go.
@@ -324,6 +342,8 @@ impl ThreadState {
             pending_any: AtomicBool::new(false),
             errors: Mutex::new(Errors::default()),
             errors_any: AtomicBool::new(false),
+            errors_full: AtomicBool::new(false),
+            errors_over: AtomicU64::new(0),
             emitted: PerLevel::new(),
         });
         register(&shared);
@@ -337,7 +357,7 @@ impl ThreadState {
             identity: RefCell::new(None),
             avoid_python: Cell::new(None),
             shared,
-            scratch: RefCell::new(Vec::new()),
+            formatter: RefCell::new(Formatter::new()),
         }
     }
 
@@ -470,19 +490,13 @@ impl ThreadState {
 
     /// The current call's Error-level messages, its workers' included.
     pub fn errors(&self) -> MutexGuard<'_, Errors> {
-        lock(&self.shared.errors)
+        let mut errors = lock(&self.shared.errors);
+        errors.add_left_out(self.shared.errors_over.swap(0, Ordering::Relaxed));
+        errors
     }
 
-    /// Counts one record emitted and lends the record buffer. Only this
-    /// thread writes its counts, so a load and a store will do.
-    fn count_and_borrow_scratch(
-        &self,
-        level: Level,
-    ) -> Result<RefMut<'_, Vec<u8>>, BorrowMutError> {
-        self.count(level);
-        self.scratch.try_borrow_mut()
-    }
-
+    /// Counts one record emitted. Only this thread writes its counts, so
+    /// a load and a store will do.
     fn count(&self, level: Level) {
         let emitted = &self.shared.emitted.0[level as usize];
         emitted.store(emitted.load(Ordering::Relaxed) + 1, Ordering::Relaxed);
@@ -585,6 +599,11 @@ pub(crate) struct Shared {
     errors: Mutex<Errors>,
     /// Whether `errors` may hold messages.
     errors_any: AtomicBool,
+    /// Whether `errors` is full: later messages only add their bytes to
+    /// `errors_over`, without the lock.
+    errors_full: AtomicBool,
+    /// Bytes left out of a full `errors` and not yet counted in it.
+    errors_over: AtomicU64,
     emitted: PerLevel,
 }
 
@@ -620,14 +639,33 @@ impl Shared {
         self.errors_any.store(false, Ordering::Relaxed);
         if let Ok(mut errors) = self.errors.try_lock() {
             errors.clear();
+            self.errors_full.store(false, Ordering::Relaxed);
+            self.errors_over.store(0, Ordering::Relaxed);
         }
     }
 
-    /// Collects an Error-level message for the call's exception.
+    /// Collects an Error-level message for the call's exception. Once the
+    /// first [`ERRORS_CAP`](crate::ERRORS_CAP) bytes are in, a message
+    /// only counts its bytes (and its separator) as left out.
+    #[inline]
     fn collect_error(&self, message: &[u8]) {
+        if self.errors_full.load(Ordering::Relaxed) {
+            let bytes = message.len() as u64 + 1;
+            self.errors_over.fetch_add(bytes, Ordering::Relaxed);
+            return;
+        }
+        self.collect_error_locked(message);
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn collect_error_locked(&self, message: &[u8]) {
         if let Ok(mut errors) = self.errors.try_lock() {
             errors.collect(message);
             self.errors_any.store(true, Ordering::Relaxed);
+            if errors.is_full() {
+                self.errors_full.store(true, Ordering::Relaxed);
+            }
         }
     }
 
