@@ -36,7 +36,7 @@ pub const CONTINUATION: &[u8] = b"\n    ";
 
 /// Appends one whole record, newline-terminated, to `out`; with `color`,
 /// the level name is colored. This is the plain way, with no cache: what
-/// [`Formatter`] must write, byte for byte.
+/// the per-thread formatter must write, byte for byte.
 pub fn format_record(out: &mut Vec<u8>, now: SystemTime, record: &Record<'_>, color: bool) {
     let since = now.duration_since(UNIX_EPOCH).unwrap_or_default();
     out.extend_from_slice(&time_text(&second_prefix(since.as_secs()), since));
