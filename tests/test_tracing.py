@@ -224,6 +224,24 @@ def test_log_key_values_render_as_fields(capsys: pytest.CaptureFixture[str], fil
     ], show(recs)
 
 
+def test_a_record_logged_while_another_is_formatted_is_whole(
+    capsys: pytest.CaptureFixture[str], filter_restored: None
+) -> None:
+    # The outer record's message is formatted straight into the thread's
+    # line buffer; the inner one, logged from inside that formatting, must
+    # get a buffer of its own and leave the outer line intact.
+    testext.set_log_filter("warn")
+    testext.log_nested("plain")
+    testext.log_nested("esc \x1b[2J")
+    recs = parse(capsys.readouterr().err)
+    assert recs == [
+        Record("WARN", "testext::nested", "inner plain"),
+        Record("WARN", "testext::nested", "outer plain"),
+        Record("WARN", "testext::nested", "inner esc \\x1b[2J"),
+        Record("WARN", "testext::nested", "outer esc \\x1b[2J"),
+    ], show(recs)
+
+
 # The logging destination: fields as attributes.
 
 

@@ -107,6 +107,7 @@ impl Formatter {
     /// `message` is not read), at `since` the Unix epoch. Returns the
     /// line, and the message as it was logged, unescaped (what an
     /// exception shows of an Error record).
+    #[inline]
     pub fn format<'s>(
         &'s mut self,
         since: Duration,

@@ -132,6 +132,7 @@ pub(crate) fn emit_record(record: &Record<'_>) {
 /// Routes one record that the filter let through, whose message is
 /// `args` (`record.message` is not read): the `log` front end's way in,
 /// which formats the message straight into the line.
+#[inline]
 pub(crate) fn emit_args(record: &Record<'_>, args: std::fmt::Arguments<'_>) {
     if (to_logging() && record.level != Level::Fatal) || record.fields.is_some() {
         // Records for `logging` keep their message apart, and an Error
@@ -502,6 +503,7 @@ impl ThreadState {
         emitted.store(emitted.load(Ordering::Relaxed) + 1, Ordering::Relaxed);
     }
 
+    #[inline]
     fn emit(&self, joined: &Joined, level: Level, message: &[u8], record: &[u8]) {
         let (call, sink, worker) = (joined.call(self), joined.sink, joined.attached_to());
         if sink != Sink::Outside && level >= Level::Error {
@@ -523,21 +525,25 @@ impl ThreadState {
                     keep(rest, is_rest);
                 });
             }
-            Route::Fatal => {
-                // Records that wait for `logging` will never get there:
-                // those logged outside any call first, then the call's.
-                let fatal = queue::Fatal::begin(stall_wait());
-                let mut waiting = fatal.take().to_text();
-                if call.pending_any.load(Ordering::Relaxed) {
-                    call.pending_any.store(false, Ordering::Relaxed);
-                    waiting.extend(lock(&call.pending).take().to_text());
-                }
-                fd::write_with_room(STDERR, &waiting, stall_wait());
-                call.write_kept(stall_wait());
-                write_direct(sink, record, stall_wait(), keep);
-            }
+            Route::Fatal => fatal(call, sink, record, keep),
         }
     }
+}
+
+/// Writes a fatal line: what waits for `logging` (outside any call first,
+/// then the call's) as text, then the call's kept lines, then the line.
+#[cold]
+#[inline(never)]
+fn fatal(call: &Shared, sink: Sink, record: &[u8], keep: impl FnOnce(&[u8], bool)) {
+    let fatal = queue::Fatal::begin(stall_wait());
+    let mut waiting = fatal.take().to_text();
+    if call.pending_any.load(Ordering::Relaxed) {
+        call.pending_any.store(false, Ordering::Relaxed);
+        waiting.extend(lock(&call.pending).take().to_text());
+    }
+    fd::write_with_room(STDERR, &waiting, stall_wait());
+    call.write_kept(stall_wait());
+    write_direct(sink, record, stall_wait(), keep);
 }
 
 /// Writes a buffer's lines (its note first) to fd 2, each piece waiting for

@@ -259,6 +259,27 @@ fn log_kv(py: Python<'_>, text: &str) -> PyResult<()> {
     })
 }
 
+/// A value whose `Display` logs a record of its own (target
+/// `testext::nested`, Warn): "inner {text}", then writes `text`.
+struct Nested<'a>(&'a str);
+
+impl std::fmt::Display for Nested<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        log::warn!(target: "testext::nested", "inner {}", self.0);
+        f.write_str(self.0)
+    }
+}
+
+/// Logs "outer {text}" (target `testext::nested`, Warn) through a value
+/// whose `Display` logs "inner {text}" while the outer record is formatted.
+#[pyfunction]
+fn log_nested(py: Python<'_>, text: &str) -> PyResult<()> {
+    pylogsink::call(py, || {
+        log::warn!(target: "testext::nested", "outer {}", Nested(text));
+        Ok(())
+    })
+}
+
 /// Serves HTTP/2 (prior knowledge, no TLS) on 127.0.0.1 until the process
 /// is killed: prints the port on stdout, then answers every request with
 /// 200 and the body "ok\n" (404 for any path but "/"). For a child process.
@@ -411,6 +432,7 @@ fn _testext(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(tracing_threads, m)?)?;
     m.add_function(wrap_pyfunction!(tracing_error, m)?)?;
     m.add_function(wrap_pyfunction!(log_kv, m)?)?;
+    m.add_function(wrap_pyfunction!(log_nested, m)?)?;
     m.add_function(wrap_pyfunction!(h2_serve, m)?)?;
     m.add_function(wrap_pyfunction!(h2_get, m)?)?;
     m.add_function(wrap_pyfunction!(log_enabled, m)?)?;

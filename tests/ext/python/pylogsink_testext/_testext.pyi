@@ -56,6 +56,9 @@ def tracing_threads(threads: int, events: int, detach: bool) -> int:
 def log_kv(text: str) -> None:
     """A log::warn! (target testext::kv) with key-values rows, ratio, ok, text, shape."""
 
+def log_nested(text: str) -> None:
+    """A log::warn! of "outer {text}" whose argument's Display logs "inner {text}" (target testext::nested)."""
+
 def h2_serve() -> None:
     """Serves HTTP/2 (prior knowledge) on 127.0.0.1 until killed; prints the port first."""
 
