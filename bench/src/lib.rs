@@ -19,7 +19,7 @@
 //! Records go to stderr as text, except in the children that measure the
 //! `logging` destination, which set it with [`set_destination`].
 
-use pylogsink::format::format_record;
+use pylogsink::format::{format_record, now_since_epoch, Formatter, Text};
 use pylogsink::{emit, Destination, Level, Record};
 use pyo3::exceptions::{PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
@@ -148,8 +148,19 @@ fn format_write(n: u64, size: usize) -> PyResult<u64> {
 
 #[inline(never)]
 fn loop_format_write(n: u64, message: &[u8]) {
+    // pylogsink's own formatter, with its cache of the record's head.
+    let mut formatter = Formatter::new();
+    let record = Record {
+        level: Level::Info,
+        target: TARGET,
+        file: FILE,
+        line: LINE,
+        message,
+        fields: None,
+    };
     for _ in 0..n {
-        loop_bare(1, &record(message));
+        let (line, _) = formatter.format(now_since_epoch(), &record, Text::Bytes(message), false);
+        loop_bare(1, line);
     }
 }
 

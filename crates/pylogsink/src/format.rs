@@ -47,7 +47,7 @@ pub fn format_record(out: &mut Vec<u8>, now: SystemTime, record: &Record<'_>, co
 /// The time now, since the Unix epoch: what [`Formatter::format`] takes.
 /// One `clock_gettime`, without the checked arithmetic of
 /// `SystemTime::duration_since`, which costs more than the clock itself.
-pub(crate) fn now_since_epoch() -> Duration {
+pub fn now_since_epoch() -> Duration {
     let mut ts = libc::timespec {
         tv_sec: 0,
         tv_nsec: 0,
@@ -76,7 +76,7 @@ fn push_message(out: &mut Vec<u8>, message: &[u8], fields: Option<&Fields>) {
 
 /// A message as a front end holds it.
 #[derive(Clone, Copy)]
-pub(crate) enum Text<'a> {
+pub enum Text<'a> {
     /// Bytes, in any encoding: what [`Record::message`] holds.
     Bytes(&'a [u8]),
     /// Format arguments (`log`'s), written straight into the line, so the
@@ -87,14 +87,21 @@ pub(crate) enum Text<'a> {
 /// Where one thread formats its records: the line, and what it formatted
 /// last of a record's head, which changes slowly. It belongs to the
 /// thread's state, so that a record takes one thread-local access.
-pub(crate) struct Formatter {
+pub struct Formatter {
     line: Vec<u8>,
     /// A message given as arguments that needed escaping, as written.
     raw: Vec<u8>,
     head: Head,
 }
 
+impl Default for Formatter {
+    fn default() -> Self {
+        Formatter::new()
+    }
+}
+
 impl Formatter {
+    /// An empty formatter, with nothing cached.
     pub const fn new() -> Formatter {
         Formatter {
             line: Vec::new(),
