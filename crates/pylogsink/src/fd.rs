@@ -60,6 +60,7 @@ pub fn next_piece(text: &[u8]) -> usize {
 /// Writes as much of `text` to `fd` as finds room, each piece waiting for
 /// room at most `wait`. Returns how many bytes went out (or were dropped
 /// because `fd` failed); the rest found no room.
+#[inline(always)]
 pub fn write_with_room(fd: RawFd, text: &[u8], wait: Duration) -> usize {
     let mut done = 0;
     while done < text.len() {

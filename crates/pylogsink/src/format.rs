@@ -62,6 +62,7 @@ pub fn now_since_epoch() -> Duration {
 }
 
 /// The message, its fields around it, and the newline.
+#[inline(always)]
 fn push_message(out: &mut Vec<u8>, message: &[u8], fields: Option<&Fields>) {
     match fields {
         None => escape_into(out, message),
@@ -114,7 +115,7 @@ impl Formatter {
     /// `message` is not read), at `since` the Unix epoch. Returns the
     /// line, and the message as it was logged, unescaped (what an
     /// exception shows of an Error record).
-    #[inline]
+    #[inline(always)]
     pub fn format<'s>(
         &'s mut self,
         since: Duration,
@@ -219,7 +220,7 @@ impl Head {
     }
 
     /// Appends the time and the middle, from the cache where it holds.
-    #[inline]
+    #[inline(always)]
     fn push(&mut self, out: &mut Vec<u8>, since: Duration, record: &Record<'_>, color: bool) {
         let same = self.line == record.line
             && self.level == record.level

@@ -503,7 +503,7 @@ impl ThreadState {
         emitted.store(emitted.load(Ordering::Relaxed) + 1, Ordering::Relaxed);
     }
 
-    #[inline]
+    #[inline(always)]
     fn emit(&self, joined: &Joined, level: Level, message: &[u8], record: &[u8]) {
         let (call, sink, worker) = (joined.call(self), joined.sink, joined.attached_to());
         if sink != Sink::Outside && level >= Level::Error {
@@ -894,6 +894,7 @@ pub(crate) fn count_noted(taken: &Taken) {
 /// no room within `wait` goes where [`on_no_room`] says: the queue, or
 /// `keep` (for a call, which then counts as stalled), with whether it is
 /// the rest of a line already started.
+#[inline(always)]
 fn write_direct(sink: Sink, record: &[u8], wait: Duration, keep: impl FnOnce(&[u8], bool)) {
     let written = if write_queue(wait) {
         fd::write_with_room(STDERR, record, wait)
