@@ -62,9 +62,16 @@ def test_errors_keep_the_first_kilobyte() -> None:
     assert left_out == f"{len(logged) - 1024} more bytes left out]"
 
 
-def test_a_full_call_leaves_no_count_to_the_next() -> None:
-    with quiet(), pytest.raises(RuntimeError):
-        pylogsink.fail(500)
+@pytest.mark.parametrize("first", ["raises", "returns"])
+def test_a_full_call_leaves_no_count_to_the_next(first: str) -> None:
+    # More than 1 KiB of Error text: later lines are only counted. Whether
+    # that call built its exception or returned, the next starts at zero.
+    with quiet():
+        if first == "raises":
+            with pytest.raises(RuntimeError):
+                pylogsink.fail(500)
+        else:
+            pylogsink.log_lines(200, "error")
     with quiet(), pytest.raises(RuntimeError) as info:
         pylogsink.fail(1)
     assert str(info.value) == "fail: 1 errors\nErrors logged during the call:\n  cause 0"
