@@ -194,6 +194,8 @@ impl std::fmt::Write for Append<'_> {
 /// address, since a target may live in a buffer that is rewritten.
 struct Head {
     second: u64,
+    /// `2026-12-02T09:19:22.` for `second`.
+    second_text: [u8; 20],
     level: Level,
     color: bool,
     line: u32,
@@ -210,6 +212,7 @@ impl Head {
     const fn new() -> Head {
         Head {
             second: u64::MAX,
+            second_text: [0; 20],
             level: Level::Trace,
             color: false,
             line: 0,
@@ -239,11 +242,16 @@ impl Head {
     #[cold]
     #[inline(never)]
     fn remember(&mut self, secs: u64, record: &Record<'_>, color: bool) {
+        // Records from two call sites in turn change the middle on each
+        // record, the second only once a second.
+        if secs != self.second {
+            self.second_text = second_prefix(secs);
+            self.second = secs;
+        }
         self.text.clear();
         self.text
-            .extend_from_slice(&time_text(&second_prefix(secs), Duration::ZERO));
+            .extend_from_slice(&time_text(&self.second_text, Duration::ZERO));
         push_middle(&mut self.text, record, color);
-        self.second = secs;
         self.target.clear();
         self.target.extend_from_slice(record.target.as_bytes());
         self.file.clear();
