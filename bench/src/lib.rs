@@ -40,18 +40,22 @@ fn nanos(since: Instant) -> u64 {
     since.elapsed().as_nanos() as u64
 }
 
-fn record(message: &[u8]) -> Vec<u8> {
-    let mut out = Vec::with_capacity(message.len() + 64);
-    let record = Record {
+/// The record every direct line of the benchmark logs.
+fn info_record(message: &[u8]) -> Record<'_> {
+    Record {
         level: Level::Info,
         target: TARGET,
         file: FILE,
         line: LINE,
         message,
         fields: None,
-    };
+    }
+}
+
+fn record(message: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(message.len() + 64);
     // No color: fd 2 is never a terminal here.
-    format_record(&mut out, SystemTime::now(), &record, false);
+    format_record(&mut out, SystemTime::now(), &info_record(message), false);
     out
 }
 
@@ -150,14 +154,7 @@ fn format_write(n: u64, size: usize) -> PyResult<u64> {
 fn loop_format_write(n: u64, message: &[u8]) {
     // pylogsink's own formatter, with its cache of the record's head.
     let mut formatter = Formatter::new();
-    let record = Record {
-        level: Level::Info,
-        target: TARGET,
-        file: FILE,
-        line: LINE,
-        message,
-        fields: None,
-    };
+    let record = info_record(message);
     for _ in 0..n {
         let (line, _) = formatter.format(now_since_epoch(), &record, Text::Bytes(message), false);
         loop_bare(1, line);
