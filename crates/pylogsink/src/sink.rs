@@ -134,6 +134,13 @@ pub(crate) fn emit_record(record: &Record<'_>) {
 /// which formats the message straight into the line.
 #[inline]
 pub(crate) fn emit_args(record: &Record<'_>, args: std::fmt::Arguments<'_>) {
+    // A message with no arguments is its own text: nothing to format.
+    if let Some(text) = args.as_str() {
+        return emit_record(&Record {
+            message: text.as_bytes(),
+            ..*record
+        });
+    }
     if (to_logging() && record.level != Level::Fatal) || record.fields.is_some() {
         // Records for `logging` keep their message apart, and an Error
         // record's fields join the message its exception shows.
@@ -160,7 +167,8 @@ fn emit_text(record: &Record<'_>, text: Text<'_>) {
         let mut spare;
         let formatter: &mut Formatter = match &mut borrowed {
             Ok(formatter) => formatter,
-            // Logging from a signal handler while this thread formats a line.
+            // A record logged while this thread formats another: from a
+            // `Display` that logs, or from a signal handler.
             Err(_) => {
                 spare = Formatter::new();
                 &mut spare
