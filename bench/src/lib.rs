@@ -19,7 +19,7 @@
 //! Records go to stderr as text, except in the children that measure the
 //! `logging` destination, which set it with [`set_destination`].
 
-use pylogsink::format::{format_record, now_since_epoch, Formatter, Text};
+use pylogsink::__private_api::{format_record, now_since_epoch, Formatter, Text};
 use pylogsink::{emit, Destination, Level, Record};
 use pyo3::exceptions::{PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
@@ -493,7 +493,7 @@ fn noop_call(py: Python<'_>) -> PyResult<()> {
 /// "dict watcher" or "lookup".
 #[pyfunction]
 fn stderr_check(py: Python<'_>) -> &'static str {
-    pylogsink::stderr_check(py)
+    pylogsink::__private_api::stderr_check(py)
 }
 
 /// One call that logs `lines` records of `size` bytes (for the memory run).

@@ -1,4 +1,4 @@
-//! Fuzzes `pylogsink::format::{decode_backslashreplace, escape_into}`.
+//! Fuzzes `pylogsink::__private_api::{decode_backslashreplace, escape_into}`.
 //!
 //! Both are compared with a naive reference written here: a byte-at-a-time
 //! UTF-8 decoder taken straight from Table 3-7 ("Well-Formed UTF-8 Byte
@@ -10,7 +10,7 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use pylogsink::format::{decode_backslashreplace, escape_into};
+use pylogsink::__private_api::{decode_backslashreplace, escape_into};
 
 /// One step of decoding: a well-formed character, or one byte of an
 /// ill-formed subsequence.

@@ -3,8 +3,8 @@
 //! the GIL to do it (as pybind11's stream redirect and pyo3-log do), or a
 //! plain blocking `write(2)` to fd 2 (as a C runtime's `fprintf(stderr)`).
 
-use pylogsink::format::format_record;
-use pylogsink::Record;
+use pylogsink::__private_api::format_record;
+use pylogsink::__private_api::Record;
 use pyo3::prelude::*;
 use std::time::SystemTime;
 

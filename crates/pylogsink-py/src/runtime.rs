@@ -30,7 +30,7 @@ const TARGET: &str = module_path!();
 /// Logs one line through the sink chosen with `set_sink`.
 fn rt_log(level: Level, file: &'static str, line: u32, message: &[u8]) {
     let sink = SINKS[usize::from(SINK.load(Ordering::Relaxed))];
-    let record = pylogsink::Record {
+    let record = pylogsink::__private_api::Record {
         level,
         target: TARGET,
         file,
@@ -159,7 +159,7 @@ fn log_lines(
 fn log_numbered(level: Level, count: usize, size: usize) -> usize {
     let (file, line) = (file!(), line!());
     let mut empty = Vec::new();
-    let record = pylogsink::Record {
+    let record = pylogsink::__private_api::Record {
         level,
         target: TARGET,
         file,
@@ -167,7 +167,12 @@ fn log_numbered(level: Level, count: usize, size: usize) -> usize {
         message: b"",
         fields: None,
     };
-    pylogsink::format::format_record(&mut empty, std::time::SystemTime::now(), &record, false);
+    pylogsink::__private_api::format_record(
+        &mut empty,
+        std::time::SystemTime::now(),
+        &record,
+        false,
+    );
     let mut total = 0;
     for i in 0..count {
         let mut message = format!("line {i:07} of {count}");
@@ -435,7 +440,7 @@ fn panic_after_logging(py: Python<'_>) -> PyResult<()> {
 /// which must equal `data.decode("utf-8", "backslashreplace")`.
 #[pyfunction]
 fn backslashreplace(data: &[u8]) -> String {
-    pylogsink::format::decode_backslashreplace(data)
+    pylogsink::__private_api::decode_backslashreplace(data)
 }
 
 /// Does nothing: the cost of a bare binding call.
@@ -449,10 +454,10 @@ fn noop_in_call(py: Python<'_>) -> PyResult<()> {
 }
 
 /// How a call's entry learns whether `sys.stderr` was replaced: "dict
-/// watcher" or "lookup" (see `pylogsink::stderr_check`).
+/// watcher" or "lookup" (see `pylogsink::__private_api::stderr_check`).
 #[pyfunction]
 fn stderr_check(py: Python<'_>) -> &'static str {
-    pylogsink::stderr_check(py)
+    pylogsink::__private_api::stderr_check(py)
 }
 
 /// A native thread that logs outside any call.

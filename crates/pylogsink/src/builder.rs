@@ -5,12 +5,13 @@
 //! users decide the rest, at start-up through that variable and at run
 //! time from Python.
 
-use crate::color::{self, ColorChoice};
-use crate::destination::{set_destination, Destination};
-use crate::filter::{self, FilterError, DEFAULT_FILTER};
-use crate::level::Level;
-use crate::record::Record;
-use crate::sink::emit_record;
+use crate::call::logging;
+use crate::control::{self, destination, filter, Destination, FilterError, DEFAULT_FILTER};
+use crate::core::crash;
+use crate::core::emit::emit_record;
+use crate::dest::fd;
+use crate::record::color::{self, ColorChoice};
+use crate::record::{Level, Record};
 use std::fmt;
 
 /// The environment variable read when the builder names none.
@@ -170,18 +171,22 @@ impl Builder {
     pub fn init(self) -> Result<(), InitError> {
         let default = filter::parse_strict(&self.default_filter).map_err(InitError::Filter)?;
         #[cfg(feature = "tracing")]
-        if self.tracing_subscriber && crate::tracing::other_subscriber() {
+        if self.tracing_subscriber && crate::front::tracing::other_subscriber() {
             return Err(InitError::OtherSubscriber);
         }
-        crate::logger::install().map_err(|()| InitError::OtherLogger)?;
+        crate::front::log::install().map_err(|()| InitError::OtherLogger)?;
+        control::own_log_max_level();
         #[cfg(feature = "tracing")]
         if self.tracing_subscriber {
-            crate::tracing::install().map_err(|()| InitError::OtherSubscriber)?;
+            crate::front::tracing::install().map_err(|()| InitError::OtherSubscriber)?;
         }
-        crate::logging::set_prefix(&self.logger_prefix);
-        set_destination(self.destination);
-        let (directives, source, warning) = filter::from_env(&self.env, default);
-        filter::install(directives, source);
+        logging::set_prefix(&self.logger_prefix);
+        let value = std::env::var_os(&self.env);
+        let (users, warning) = filter::from_env(&self.env, value.as_deref(), default.spec());
+        filter::set_default(default);
+        filter::set_users(users);
+        destination::store(self.destination);
+        control::changed();
         let env = |var| std::env::var_os(var);
         color::set(color::resolve(
             self.color,
@@ -189,9 +194,9 @@ impl Builder {
             env("CLICOLOR_FORCE").as_deref(),
             env("TERM").as_deref(),
         ));
-        crate::fd::check_terminal();
+        fd::check_terminal();
         if self.crash_handler {
-            crate::crash::install();
+            crash::install();
         }
         if let Some(warning) = warning {
             // Said whatever the filter is: it is about the filter itself.

@@ -79,7 +79,7 @@
 //! default `tracing` subscriber (tracing-subscriber's registry with
 //! `tracing::layer()`). Each event becomes one record: the span context as
 //! tracing-subscriber's fmt writes it, the message, then the fields as
-//! `key=value`, escaped so that no value forges a record ([`Fields`]):
+//! `key=value`, escaped so that no value forges a record (see the fields of a record):
 //!
 //! ```text
 //! [2026-12-03T08:01:47.351241Z INFO  testext::model lib.rs:140] load{path="model.pte"}:init{rows=42}: model ready rows=42 ratio=0.5 ok=true name="a b"
@@ -170,46 +170,42 @@
 //! }
 //! ```
 #![warn(missing_docs)]
+#![warn(unreachable_pub)]
+#![cfg_attr(docsrs, feature(doc_cfg))]
 
+// The layers, bottom up; each imports only those above it in this list
+// (`make lint` checks it), and none imports its sibling.
 mod builder;
 mod call;
-mod color;
-mod crash;
-mod destination;
-mod errors;
-mod fd;
-mod fields;
-mod filter;
-// Not part of the API: public only with the feature `internals`, for the
-// benchmark, the fuzz target and the demo runtime, which call the
-// formatting directly. It may change in any release.
-#[cfg(feature = "internals")]
-#[doc(hidden)]
-pub mod format;
-#[cfg(not(feature = "internals"))]
-mod format;
-mod kept;
-mod level;
-mod logger;
-mod logging;
-mod pending;
-mod pylevels;
+mod control;
+mod core;
+mod dest;
+mod front;
 pub mod python;
 mod record;
-mod route;
-mod sink;
-#[cfg(feature = "tracing")]
-pub mod tracing;
-mod worker;
 
 pub use builder::{init, Builder, InitError, DEFAULT_ENV};
-pub use call::{call, call_enter, call_exit, stderr_check};
-pub use color::ColorChoice;
-pub use destination::{destination, set_destination, Destination};
-pub use errors::{error, error_message, ERRORS_CAP};
-pub use fields::{FieldValue, Fields};
-pub use filter::{filter, set_filter, FilterError, DEFAULT_FILTER};
-pub use level::Level;
-pub use record::Record;
-pub use sink::{emit, set_stall_wait, stall_wait, stats, Stats};
-pub use worker::{detach_thread, Call, CallHandle};
+pub use call::{call, call_enter, call_exit, error};
+pub use control::{
+    destination, filter, set_destination, set_filter, set_stall_wait, stall_wait, Destination,
+    FilterError, DEFAULT_FILTER,
+};
+pub use core::{detach_thread, error_message, stats, Call, CallHandle, Stats, ERRORS_CAP};
+pub use front::emit::emit;
+#[cfg(feature = "tracing")]
+#[cfg_attr(docsrs, doc(cfg(feature = "tracing")))]
+pub use front::tracing;
+pub use record::color::ColorChoice;
+pub use record::level::Level;
+
+/// Not part of the API: what the benchmark, the fuzz target and the demo
+/// runtime use to format records themselves and to see how `call` looks
+/// at `sys.stderr`. It may change in any release.
+#[doc(hidden)]
+pub mod __private_api {
+    pub use crate::call::stderr_check;
+    pub use crate::record::escape::{decode_backslashreplace, escape_into};
+    pub use crate::record::fields::{FieldValue, Fields};
+    pub use crate::record::format::{format_record, now_since_epoch, Formatter, Text};
+    pub use crate::record::Record;
+}

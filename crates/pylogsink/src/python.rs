@@ -4,10 +4,10 @@
 //! [`add_functions`] puts the filter and the counts within their reach, as
 //! functions of the extension's own module.
 
-use crate::destination::{destination, set_destination, Destination};
-use crate::filter;
-use crate::level::Level;
-use crate::sink::stats;
+use crate::call::logging;
+use crate::control::{destination, filter, set_destination, set_filter, Destination};
+use crate::core::stats;
+use crate::record::Level;
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
@@ -48,7 +48,7 @@ use pyo3::types::PyDict;
 /// are delivered before the first call is made.
 pub fn add_functions(m: &Bound<'_, PyModule>) -> PyResult<()> {
     if destination() == Destination::Logging {
-        crate::logging::start(m.py())?;
+        logging::start(m.py())?;
     }
     m.add_function(wrap_pyfunction!(set_log_filter, m)?)?;
     m.add_function(wrap_pyfunction!(log_filter, m)?)?;
@@ -62,7 +62,7 @@ pub fn add_functions(m: &Bound<'_, PyModule>) -> PyResult<()> {
 /// and the filter in force stays as it was.
 #[pyfunction]
 fn set_log_filter(spec: &str) -> PyResult<()> {
-    filter::set_filter(spec).map_err(|e| PyValueError::new_err(e.to_string()))
+    set_filter(spec).map_err(|e| PyValueError::new_err(e.to_string()))
 }
 
 /// Sends records to Python's `logging` ("logging") or to stderr as text
@@ -76,7 +76,7 @@ fn set_log_destination(py: Python<'_>, name: &str) -> PyResult<()> {
     })?;
     set_destination(destination);
     if destination == Destination::Logging {
-        crate::logging::start(py)?;
+        logging::start(py)?;
     }
     Ok(())
 }
@@ -90,7 +90,7 @@ fn log_destination() -> &'static str {
 /// The directives in force, joined with commas.
 #[pyfunction]
 fn log_filter() -> String {
-    filter::filter()
+    filter()
 }
 
 /// Records emitted (in all, and per level), lines left out of full buffers

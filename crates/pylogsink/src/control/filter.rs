@@ -27,9 +27,10 @@
 //! A [`Level::Fatal`](crate::Level::Fatal) line always passes: an abort
 //! follows, and the line explains it.
 
-use crate::level::Level;
+use crate::record::{lock, Level};
 use log::LevelFilter;
 use std::cell::RefCell;
+use std::ffi::OsStr;
 use std::fmt;
 use std::sync::atomic::{AtomicU64, AtomicU8, Ordering};
 use std::sync::{Arc, Mutex};
@@ -100,6 +101,11 @@ pub(crate) struct Directives {
 }
 
 impl Directives {
+    /// The directives, as written, joined with commas.
+    pub(crate) fn spec(&self) -> &str {
+        &self.spec
+    }
+
     /// The most verbose level that any directive lets through.
     fn max(&self) -> LevelFilter {
         self.filter.filter()
@@ -180,50 +186,40 @@ pub(crate) fn parse_strict(spec: &str) -> Result<Directives, FilterError> {
     }
 }
 
-/// Where the filter in force came from.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Source {
-    /// The builder's default: the users said nothing.
-    Default,
-    /// The users: the environment variable, or `set_filter`.
-    Users,
-}
-
-/// The filter read from the environment variable `var`, with `default`
-/// where it is unset, empty or entirely invalid. The last value is a
-/// warning to log when some of it was ignored.
-pub(crate) fn from_env(var: &str, default: Directives) -> (Directives, Source, Option<String>) {
-    let value = match std::env::var_os(var) {
-        None => return (default, Source::Default, None),
-        Some(value) => value,
+/// The users' directives from the environment variable `var`, whose value
+/// is `value`: `None` where it is unset, empty or entirely invalid, and
+/// then `default_spec` stays in force. The second value is a warning to
+/// log when some of it was ignored.
+pub(crate) fn from_env(
+    var: &str,
+    value: Option<&OsStr>,
+    default_spec: &str,
+) -> (Option<Directives>, Option<String>) {
+    let Some(value) = value else {
+        return (None, None);
     };
     let Some(value) = value.to_str() else {
         let warning = format!(
-            "{var} is not valid UTF-8 and was ignored; the filter in force is {:?}",
-            default.spec
+            "{var} is not valid UTF-8 and was ignored; the filter in force is {default_spec:?}"
         );
-        return (default, Source::Default, Some(warning));
+        return (None, Some(warning));
     };
     if value.trim().is_empty() {
-        return (default, Source::Default, None);
+        return (None, None);
     }
     let (directives, rejected) = parse(value);
-    let (directives, source) = match directives {
-        Some(directives) => (directives, Source::Users),
-        None => (default, Source::Default),
-    };
     let warning = (!rejected.is_empty()).then(|| {
         let ignored: Vec<String> = rejected
             .iter()
             .map(|r| format!("{:?} ({})", r.directive, r.reason))
             .collect();
+        let in_force = directives.as_ref().map_or(default_spec, |d| &d.spec);
         format!(
-            "{var}: ignored {}; the filter in force is {:?}",
+            "{var}: ignored {}; the filter in force is {in_force:?}",
             ignored.join(", "),
-            directives.spec
         )
     });
-    (directives, source, warning)
+    (directives, warning)
 }
 
 /// The quick check in one byte: the most verbose level let through (a
@@ -245,7 +241,7 @@ thread_local! {
 
 /// Whether a record of `level` from `target` is logged.
 #[inline]
-pub fn enabled(level: Level, target: &str) -> bool {
+pub(crate) fn enabled(level: Level, target: &str) -> bool {
     if level == Level::Fatal {
         return true;
     }
@@ -276,47 +272,59 @@ fn enabled_by_target(level: log::Level, target: &str) -> bool {
 }
 
 fn current() -> Option<Arc<Directives>> {
-    CURRENT.lock().unwrap_or_else(|e| e.into_inner()).clone()
+    lock(&CURRENT).clone()
 }
 
-/// The builder's default directives, while they are what the users chose
-/// (they set nothing). With the `logging` destination, "trace" is in force
-/// instead, so that Python's logger levels decide.
-static DEFAULT: Mutex<Option<String>> = Mutex::new(None);
+/// The builder's default directives (`None`: [`DEFAULT_FILTER`]).
+static DEFAULT: Mutex<Option<Arc<Directives>>> = Mutex::new(None);
+/// The users' directives, once they set some.
+static USERS: Mutex<Option<Arc<Directives>>> = Mutex::new(None);
+/// "trace": in force for the `logging` destination where the users set
+/// nothing, so that Python's logger levels decide.
+static EVERYTHING: Mutex<Option<Arc<Directives>>> = Mutex::new(None);
 
-/// Puts `directives` from `source` in force.
-pub(crate) fn install(directives: Directives, source: Source) {
-    let mut default = DEFAULT.lock().unwrap_or_else(|e| e.into_inner());
-    *default = (source == Source::Default).then(|| directives.spec.clone());
-    let directives = match &*default {
-        Some(_) if crate::destination::to_logging() => parse_strict("trace").expect("valid"),
-        _ => directives,
-    };
-    put_in_force(directives);
-}
-
-/// After the destination changed: the builder's default, or "trace" for
-/// `logging`, where the users set nothing.
-pub(crate) fn follow_destination(destination: crate::Destination) {
-    let default = DEFAULT.lock().unwrap_or_else(|e| e.into_inner());
-    if let Some(spec) = &*default {
-        let spec = match destination {
-            crate::Destination::Logging => "trace",
-            crate::Destination::Stderr => spec,
-        };
-        put_in_force(parse_strict(spec).expect("was valid when it was set"));
+/// Which of the directives chosen is in force: the users', wherever they
+/// set some; else, with the `logging` destination, `everything`, so that
+/// Python's logger levels decide; else the builder's default.
+pub(crate) fn in_force<T>(users: Option<T>, default: T, everything: T, to_logging: bool) -> T {
+    match (users, to_logging) {
+        (Some(users), _) => users,
+        (None, true) => everything,
+        (None, false) => default,
     }
 }
 
-fn put_in_force(directives: Directives) {
-    let max = directives.max();
-    let quick = max as u8 | if directives.by_target { BY_TARGET } else { 0 };
-    *CURRENT.lock().unwrap_or_else(|e| e.into_inner()) = Some(Arc::new(directives));
+/// Sets the builder's default. It takes effect at [`apply`].
+pub(crate) fn set_default(directives: Directives) {
+    *lock(&DEFAULT) = Some(Arc::new(directives));
+}
+
+/// Sets the users' directives (`None`: they set none). It takes effect at
+/// [`apply`].
+pub(crate) fn set_users(directives: Option<Directives>) {
+    *lock(&USERS) = directives.map(Arc::new);
+}
+
+/// Puts the directives that [`in_force`] picks in force, if they are not
+/// already: each thread's copy is refreshed only when they change.
+pub(crate) fn apply(to_logging: bool) {
+    let parsed = |spec: &str| Arc::new(parse_strict(spec).expect("a valid filter"));
+    let default = lock(&DEFAULT)
+        .get_or_insert_with(|| parsed(DEFAULT_FILTER))
+        .clone();
+    let everything = lock(&EVERYTHING)
+        .get_or_insert_with(|| parsed("trace"))
+        .clone();
+    let users = lock(&USERS).clone();
+    let chosen = in_force(users, default, everything, to_logging);
+    let mut current = lock(&CURRENT);
+    if current.as_ref().is_some_and(|c| Arc::ptr_eq(c, &chosen)) {
+        return;
+    }
+    let quick = chosen.max() as u8 | if chosen.by_target { BY_TARGET } else { 0 };
+    *current = Some(chosen);
     GENERATION.fetch_add(1, Ordering::AcqRel);
     QUICK.store(quick, Ordering::Release);
-    crate::logger::follow_max_level();
-    #[cfg(feature = "tracing")]
-    crate::tracing::filter_changed();
 }
 
 /// The most verbose level the directives in force let through.
@@ -331,25 +339,6 @@ pub(crate) fn max_level() -> LevelFilter {
     }
 }
 
-/// Sets the filter at run time, from directives in env_logger's syntax
-/// (`"warn,myruntime=debug,ureq::pool=off"`).
-///
-/// A bad directive is an error that names it, and the filter in force
-/// stays as it was.
-///
-/// ```
-/// pylogsink::set_filter("info,ureq=warn").unwrap();
-/// assert_eq!(pylogsink::filter(), "info,ureq=warn");
-///
-/// let err = pylogsink::set_filter("info,ureq=loud").unwrap_err();
-/// assert_eq!(err.directive(), "ureq=loud");
-/// assert_eq!(pylogsink::filter(), "info,ureq=warn");
-/// ```
-pub fn set_filter(spec: &str) -> Result<(), FilterError> {
-    install(parse_strict(spec)?, Source::Users);
-    Ok(())
-}
-
 /// The directives in force, joined with commas.
 ///
 /// ```
@@ -362,10 +351,6 @@ pub fn filter() -> String {
         None => DEFAULT_FILTER.to_owned(),
     }
 }
-
-/// Held by the unit tests that change the process-wide filter.
-#[cfg(test)]
-pub(crate) static TEST_LOCK: Mutex<()> = Mutex::new(());
 
 #[cfg(test)]
 mod tests {
@@ -448,47 +433,63 @@ mod tests {
 
     #[test]
     fn the_environment_falls_back_to_the_default() {
-        let var = "PYLOGSINK_FILTER_UNIT_TEST";
-        std::env::remove_var(var);
-        let (d, source, warning) = from_env(var, strict("warn"));
-        assert_eq!(
-            (d.spec.as_str(), source, warning),
-            ("warn", Source::Default, None)
-        );
+        let var = "MY_RUNTIME_LOG";
+        let env = |value: Option<&str>| {
+            let (users, warning) = from_env(var, value.map(OsStr::new), "warn");
+            (users.map(|d| d.spec), warning)
+        };
+        assert_eq!(env(None), (None, None));
+        assert_eq!(env(Some("  ")), (None, None));
 
-        std::env::set_var(var, "ureq=loud");
-        let (d, source, warning) = from_env(var, strict("warn"));
-        assert_eq!((d.spec.as_str(), source), ("warn", Source::Default));
+        let (users, warning) = env(Some("ureq=loud"));
+        assert_eq!(users, None);
         let warning = warning.expect("a warning");
         assert!(
             warning.contains("ureq=loud") && warning.contains(var),
             "{warning}"
         );
-
-        std::env::set_var(var, "info,ureq=loud");
-        let (d, source, warning) = from_env(var, strict("warn"));
-        assert_eq!((d.spec.as_str(), source), ("info", Source::Users));
-        assert!(warning.is_some());
-
-        std::env::set_var(var, "  ");
-        let (d, source, warning) = from_env(var, strict("error"));
-        assert_eq!(
-            (d.spec.as_str(), source, warning),
-            ("error", Source::Default, None)
+        assert!(
+            warning.ends_with("the filter in force is \"warn\""),
+            "{warning}"
         );
-        std::env::remove_var(var);
+
+        let (users, warning) = env(Some("info,ureq=loud"));
+        assert_eq!(users.as_deref(), Some("info"));
+        assert!(warning.expect("a warning").ends_with("is \"info\""));
+
+        use std::os::unix::ffi::OsStrExt;
+        let (users, warning) = from_env(var, Some(OsStr::from_bytes(b"info\xff")), "warn");
+        assert!(users.is_none());
+        assert!(warning.expect("a warning").contains("not valid UTF-8"));
+    }
+
+    #[test]
+    fn the_users_choice_wins_and_logging_lets_python_decide() {
+        for (users, to_logging, expected) in [
+            (None, false, "default"),
+            (None, true, "everything"),
+            (Some("users"), false, "users"),
+            (Some("users"), true, "users"),
+        ] {
+            assert_eq!(
+                in_force(users, "default", "everything", to_logging),
+                expected,
+                "{users:?} {to_logging}"
+            );
+        }
     }
 
     #[test]
     fn the_quick_check_and_the_directives_agree() {
-        let _filter = TEST_LOCK.lock().unwrap_or_else(|e| e.into_inner());
+        let _serial = crate::record::serial();
         for spec in [
             "warn",
             "warn,ureq=debug,ureq::pool=off",
             "off",
             "trace,a=off",
         ] {
-            install(strict(spec), Source::Users);
+            set_users(Some(strict(spec)));
+            apply(false);
             let reference = strict(spec);
             for level in Level::ALL {
                 for target in ["ureq", "ureq::pool", "ureq::stream", "a", "b"] {
@@ -498,26 +499,9 @@ mod tests {
                 }
             }
         }
-        assert!(set_filter("info,x=loud").is_err());
         assert_eq!(filter(), "trace,a=off");
-        set_filter("info").unwrap();
-        assert_eq!(filter(), "info");
         assert!(enabled(Level::Fatal, "any"));
-
-        // The builder's default applies to stderr only; the users' filter
-        // to both destinations.
-        use crate::destination::{set_destination, Destination};
-        install(strict("warn"), Source::Default);
-        set_destination(Destination::Logging);
-        assert_eq!(filter(), "trace");
-        assert!(enabled(Level::Trace, "x"));
-        set_destination(Destination::Stderr);
-        assert_eq!(filter(), "warn");
-        set_filter("error").unwrap();
-        set_destination(Destination::Logging);
-        assert_eq!(filter(), "error");
-        set_destination(Destination::Stderr);
-        assert_eq!(filter(), "error");
-        assert_eq!(max_level(), LevelFilter::Error);
+        set_users(None);
+        apply(false);
     }
 }

@@ -28,11 +28,32 @@ use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 /// The process's standard error.
-pub const STDERR: RawFd = 2;
+pub(crate) const STDERR: RawFd = 2;
+
+/// Where pylogsink's lines go: fd 2; in unit tests, a pipe or file of the
+/// test's own ([`redirect_for_test`]), so that routing can be checked
+/// without Python and without touching the test runner's own fd 2.
+#[inline(always)]
+pub(crate) fn stderr() -> RawFd {
+    #[cfg(test)]
+    return TEST_TARGET.load(Ordering::Relaxed);
+    #[cfg(not(test))]
+    STDERR
+}
+
+#[cfg(test)]
+static TEST_TARGET: AtomicI32 = AtomicI32::new(STDERR);
+
+/// Points [`stderr`] at `fd`; returns what it pointed at before. The
+/// caller holds [`serial`](crate::record::serial).
+#[cfg(test)]
+pub(crate) fn redirect_for_test(fd: RawFd) -> RawFd {
+    TEST_TARGET.swap(fd, Ordering::Relaxed)
+}
 
 /// The most bytes one `write(2)` to a pipe carries without mixing with
 /// other writers (POSIX `PIPE_BUF` on Linux).
-pub const PIPE_BUF: usize = 4096;
+pub(crate) const PIPE_BUF: usize = 4096;
 
 /// Bytes that could not be written because fd 2 failed (closed, `EPIPE`,
 /// `EBADF`). Nothing else could be done with them; they are counted so
@@ -40,14 +61,14 @@ pub const PIPE_BUF: usize = 4096;
 static FAILED_BYTES: AtomicU64 = AtomicU64::new(0);
 
 /// Bytes dropped because fd 2 failed, since the process started.
-pub fn failed_bytes() -> u64 {
+pub(crate) fn failed_bytes() -> u64 {
     FAILED_BYTES.load(Ordering::Relaxed)
 }
 
 /// How long the next piece of `text` is: all of it if it fits in
 /// [`PIPE_BUF`], else up to the last line end within [`PIPE_BUF`] bytes,
 /// else (a line longer than that) [`PIPE_BUF`] bytes.
-pub fn next_piece(text: &[u8]) -> usize {
+pub(crate) fn next_piece(text: &[u8]) -> usize {
     if text.len() <= PIPE_BUF {
         return text.len();
     }
@@ -61,7 +82,7 @@ pub fn next_piece(text: &[u8]) -> usize {
 /// room at most `wait`. Returns how many bytes went out (or were dropped
 /// because `fd` failed); the rest found no room.
 #[inline(always)]
-pub fn write_with_room(fd: RawFd, text: &[u8], wait: Duration) -> usize {
+pub(crate) fn write_with_room(fd: RawFd, text: &[u8], wait: Duration) -> usize {
     let mut done = 0;
     while done < text.len() {
         let piece = &text[done..done + next_piece(&text[done..])];
@@ -312,7 +333,7 @@ static TERMINAL: AtomicBool = AtomicBool::new(false);
 
 /// Looks at fd 2 now: is it a terminal? Done once at init.
 pub(crate) fn check_terminal() {
-    TERMINAL.store(isatty(STDERR), Ordering::Relaxed);
+    TERMINAL.store(isatty(stderr()), Ordering::Relaxed);
 }
 
 /// Whether fd 2 is a terminal. Costs one load where it was not one when
@@ -324,7 +345,7 @@ pub(crate) fn stderr_is_terminal() -> bool {
     if !TERMINAL.load(Ordering::Relaxed) {
         return false;
     }
-    let now = isatty(STDERR);
+    let now = isatty(stderr());
     if !now {
         TERMINAL.store(false, Ordering::Relaxed);
     }
@@ -346,7 +367,7 @@ struct Twin {
 static TWIN: Mutex<Option<Twin>> = Mutex::new(None);
 
 fn write_through_twin(fd: RawFd, st: &libc::stat, piece: &[u8]) -> Result<usize, Blocked> {
-    if fd == STDERR && st.st_mode & libc::S_IFMT == libc::S_IFCHR {
+    if fd == stderr() && st.st_mode & libc::S_IFMT == libc::S_IFCHR {
         TERMINAL.store(true, Ordering::Relaxed);
     }
     let key = (st.st_dev, st.st_ino, st.st_rdev);

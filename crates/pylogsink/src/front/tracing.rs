@@ -29,10 +29,10 @@
 //! drops is not in the context of the events inside it, as with
 //! tracing-subscriber's `EnvFilter`.
 
-use crate::fields::Fields;
-use crate::level::Level;
-use crate::record::Record;
-use crate::sink::{emit_record, enabled};
+use crate::control::{enabled, max_level, to_logging};
+use crate::core::emit::emit_record;
+use crate::record::format::SCRATCH_MAX;
+use crate::record::{Fields, Level, Record};
 use std::cell::RefCell;
 use std::fmt::{self, Write as _};
 use std::io::Write as _;
@@ -90,20 +90,8 @@ pub(crate) fn install() -> Result<(), ()> {
     }
 }
 
-/// Tells tracing to ask every callsite's interest again: the filter or
-/// the destination changed.
-pub(crate) fn filter_changed() {
-    tracing_core::callsite::rebuild_interest_cache();
-}
-
 fn level_of(metadata: &Metadata<'_>) -> Level {
-    match *metadata.level() {
-        tracing_core::Level::TRACE => Level::Trace,
-        tracing_core::Level::DEBUG => Level::Debug,
-        tracing_core::Level::INFO => Level::Info,
-        tracing_core::Level::WARN => Level::Warn,
-        _ => Level::Error,
-    }
+    Level::from(metadata.level())
 }
 
 /// The span context fmt-style, as a span's extension: `name{a=1 b="x"}`.
@@ -114,7 +102,7 @@ where
     S: Subscriber + for<'a> LookupSpan<'a>,
 {
     fn register_callsite(&self, metadata: &'static Metadata<'static>) -> Interest {
-        if crate::destination::to_logging() {
+        if to_logging() {
             // Python's levels change as Python runs: ask per event.
             Interest::sometimes()
         } else if enabled(level_of(metadata), metadata.target()) {
@@ -129,7 +117,7 @@ where
     }
 
     fn max_level_hint(&self) -> Option<LevelFilter> {
-        Some(match crate::filter::max_level() {
+        Some(match max_level() {
             log::LevelFilter::Off => LevelFilter::OFF,
             log::LevelFilter::Error => LevelFilter::ERROR,
             log::LevelFilter::Warn => LevelFilter::WARN,
@@ -231,9 +219,6 @@ fn with_scratch(f: impl FnOnce(&mut Scratch)) {
     }
 }
 
-/// The largest scratch a thread keeps between events.
-const SCRATCH_MAX: usize = 64 * 1024;
-
 /// An event's fields: `message` is the message, the rest typed fields.
 struct EventVisitor<'a>(&'a mut Scratch);
 
@@ -332,42 +317,20 @@ impl Visit for SpanVisitor<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::sync::{Arc, Mutex};
+    use crate::core::testing::{records, Pipe};
     use tracing_core::field::FieldSet;
     use tracing_core::Kind;
 
-    /// A layer that takes each event apart as pylogsink's layer does and
-    /// keeps the text that follows the record's header.
-    struct Capture(Arc<Mutex<Vec<String>>>);
-
-    impl<S> tracing_subscriber::Layer<S> for Capture
-    where
-        S: Subscriber + for<'a> LookupSpan<'a>,
-    {
-        fn on_new_span(&self, attrs: &Attributes<'_>, id: &Id, ctx: Context<'_, S>) {
-            tracing_subscriber::Layer::<S>::on_new_span(&layer(), attrs, id, ctx)
-        }
-
-        fn on_record(&self, id: &Id, values: &Values<'_>, ctx: Context<'_, S>) {
-            tracing_subscriber::Layer::<S>::on_record(&layer(), id, values, ctx)
-        }
-
-        fn on_event(&self, event: &Event<'_>, ctx: Context<'_, S>) {
-            let mut scratch = Scratch::default();
-            take_apart(event, &ctx, &mut scratch);
-            let mut out = Vec::new();
-            let fields = Some(&scratch.fields);
-            crate::fields::message_text(&mut out, scratch.message.as_bytes(), fields);
-            self.0.lock().unwrap().push(String::from_utf8(out).unwrap());
-        }
-    }
-
+    /// What pylogsink's own layer writes for the events `f` makes: each
+    /// record without its head. The directives let everything through
+    /// meanwhile.
     fn capture(f: impl FnOnce()) -> Vec<String> {
-        let lines = Arc::new(Mutex::new(Vec::new()));
-        let subscriber = Registry::default().with(Capture(Arc::clone(&lines)));
+        let pipe = Pipe::new();
+        crate::control::set_filter("trace").unwrap();
+        let subscriber = Registry::default().with(layer());
         tracing_core::dispatcher::with_default(&tracing_core::Dispatch::new(subscriber), f);
-        let got = lines.lock().unwrap().clone();
-        got
+        crate::control::set_filter("warn").unwrap();
+        records(&pipe.read())
     }
 
     #[test]
@@ -456,21 +419,19 @@ mod tests {
 
     #[test]
     fn callsite_interest_follows_the_filter() {
-        let _filter = crate::filter::TEST_LOCK
-            .lock()
-            .unwrap_or_else(|e| e.into_inner());
+        let _serial = crate::record::serial();
         let layer = layer();
         let interest = |m| tracing_subscriber::Layer::<Registry>::register_callsite(&layer, m);
         let hint = || tracing_subscriber::Layer::<Registry>::max_level_hint(&layer);
-        crate::set_filter("warn").unwrap();
+        crate::control::set_filter("warn").unwrap();
         assert!(interest(&DEBUG).is_never());
         assert!(interest(&WARN).is_always());
         assert_eq!(hint(), Some(LevelFilter::WARN));
-        crate::set_filter("warn,app=debug").unwrap();
+        crate::control::set_filter("warn,app=debug").unwrap();
         assert!(interest(&DEBUG).is_always());
         assert_eq!(hint(), Some(LevelFilter::DEBUG));
-        crate::set_filter("warn,app::x=off").unwrap();
+        crate::control::set_filter("warn,app::x=off").unwrap();
         assert!(interest(&WARN).is_never());
-        crate::set_filter("warn").unwrap();
+        crate::control::set_filter("warn").unwrap();
     }
 }

@@ -10,12 +10,24 @@
 use std::collections::VecDeque;
 use std::fmt::Write as _;
 
-/// The most bytes of lines one buffer keeps: 64 KiB.
-pub const CAP: usize = 64 * 1024;
+/// The most bytes of lines one buffer keeps: 64 KiB. The one budget of
+/// what waits: a call's kept lines, the process-wide queue, the records
+/// waiting for `logging`.
+pub(crate) const CAP: usize = 64 * 1024;
+
+/// The note that stands where `n` lines or records (`unit`), `bytes` bytes
+/// in all, were left out of a buffer that holds `cap` bytes.
+pub(crate) fn left_out_note(n: u64, unit: &str, bytes: u64, cap: usize) -> String {
+    format!(
+        "{n} {unit}{} ({bytes} bytes) left out here: more than {} KiB waited at once",
+        plural(n),
+        cap / 1024
+    )
+}
 
 /// Whole lines, oldest first, holding at most `cap` bytes.
 #[derive(Debug)]
-pub struct Kept {
+pub(crate) struct Kept {
     cap: usize,
     /// Line bytes; the kept lines are `data[head..]`.
     data: Vec<u8>,
@@ -41,7 +53,7 @@ impl Default for Kept {
 
 impl Kept {
     /// An empty buffer that keeps at most `cap` bytes (64 at the least).
-    pub const fn with_cap(cap: usize) -> Kept {
+    pub(crate) const fn with_cap(cap: usize) -> Kept {
         Kept {
             cap: if cap < 64 { 64 } else { cap },
             data: Vec::new(),
@@ -57,31 +69,31 @@ impl Kept {
 
     /// Whether nothing waits here: no line and no note.
     #[cfg(test)]
-    pub fn is_empty(&self) -> bool {
+    pub(crate) fn is_empty(&self) -> bool {
         self.lines.is_empty() && self.left_out_bytes == 0 && self.cut_lines == 0
     }
 
     /// The kept lines as they are, oldest first, without the note: what
     /// can be written without allocating (from a signal handler).
-    pub fn lines_bytes(&self) -> &[u8] {
+    pub(crate) fn lines_bytes(&self) -> &[u8] {
         &self.data[self.head..]
     }
 
     /// Bytes of lines kept now (notes not counted).
-    pub fn len_bytes(&self) -> usize {
+    pub(crate) fn len_bytes(&self) -> usize {
         self.data.len() - self.head
     }
 
     /// Adds one line (it should end in a newline), leaving out the oldest
     /// lines as needed to stay under the cap.
-    pub fn push(&mut self, line: &[u8]) {
+    pub(crate) fn push(&mut self, line: &[u8]) {
         self.push_piece(line, false);
     }
 
     /// Adds one record that found no room on fd 2: the whole record (one
     /// line, even if a logged newline continues it), or with `is_rest` the
     /// rest of one whose start was already written.
-    pub fn push_record(&mut self, record: &[u8], is_rest: bool) {
+    pub(crate) fn push_record(&mut self, record: &[u8], is_rest: bool) {
         if is_rest {
             self.push_text_from(record, true);
         } else {
@@ -133,7 +145,7 @@ impl Kept {
     /// Puts back what was taken and not written: `written` bytes of
     /// `taken.text` went out. The lines put back are older than any pushed
     /// since, so they go in front.
-    pub fn put_back(&mut self, taken: Taken, written: usize) {
+    pub(crate) fn put_back(&mut self, taken: Taken, written: usize) {
         if written >= taken.text.len() {
             return;
         }
@@ -155,7 +167,7 @@ impl Kept {
     /// buffer) and not written: `written` bytes of `taken.text` went out.
     /// If its note did not go out in full, the note's counts join this
     /// buffer's rather than its text, so there is still one note.
-    pub fn append(&mut self, taken: Taken, written: usize) {
+    pub(crate) fn append(&mut self, taken: Taken, written: usize) {
         if written >= taken.text.len() {
             return;
         }
@@ -177,7 +189,7 @@ impl Kept {
     /// Takes everything out: the note about left-out lines first (that is
     /// where they were), then the kept lines, oldest first. The buffer is
     /// empty afterwards.
-    pub fn take(&mut self) -> Taken {
+    pub(crate) fn take(&mut self) -> Taken {
         let note = self.note();
         let mut text = Vec::with_capacity(note.len() + self.len_bytes());
         text.extend_from_slice(note.as_bytes());
@@ -216,14 +228,8 @@ impl Kept {
             note.push('\n');
         }
         if self.left_out_bytes > 0 {
-            let _ = writeln!(
-                note,
-                "[pylogsink] {} line{} ({} bytes) left out here: more than {} KiB waited at once",
-                self.left_out_lines,
-                plural(self.left_out_lines),
-                self.left_out_bytes,
-                self.cap / 1024,
-            );
+            let text = left_out_note(self.left_out_lines, "line", self.left_out_bytes, self.cap);
+            let _ = writeln!(note, "[pylogsink] {text}");
         }
         if self.cut_lines > 0 {
             let _ = writeln!(
@@ -241,7 +247,7 @@ impl Kept {
 
 /// What [`Kept::take`] hands out.
 #[derive(Debug, Default)]
-pub struct Taken {
+pub(crate) struct Taken {
     /// The note (if any) and the lines, ready to write.
     pub text: Vec<u8>,
     /// How many bytes at the start of `text` are the note.

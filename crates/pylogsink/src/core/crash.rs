@@ -17,9 +17,12 @@
 //! a note). Records for `logging` are formatted into a buffer allocated
 //! when the handler is installed.
 
-use crate::fd::{write_from_signal_handler, STDERR};
-use crate::pending::PendingRecord;
-use crate::sink::{stall_wait, visit_waiting};
+use super::registry::visit_waiting;
+use crate::control::stall_wait;
+use crate::dest::fd::{self, write_from_signal_handler};
+use crate::dest::pending::PendingRecord;
+use crate::dest::CAP;
+use crate::record::lock;
 use std::sync::{Mutex, Once, OnceLock};
 use std::time::Instant;
 
@@ -37,13 +40,12 @@ static PREVIOUS: OnceLock<[libc::sigaction; SIGNALS.len()]> = OnceLock::new();
 
 /// Where records for `logging` are formatted as text in the handler.
 static SCRATCH: Mutex<Vec<u8>> = Mutex::new(Vec::new());
-const SCRATCH_CAP: usize = 64 * 1024;
 
 /// Installs the handler for [`SIGNALS`], once per process.
 pub(crate) fn install() {
     static INSTALLED: Once = Once::new();
     INSTALLED.call_once(|| {
-        *SCRATCH.lock().unwrap_or_else(|e| e.into_inner()) = Vec::with_capacity(SCRATCH_CAP);
+        *lock(&SCRATCH) = Vec::with_capacity(CAP);
         let previous = SIGNALS.map(|signal| {
             // SAFETY: an all-zero `sigaction` is a valid value (SIG_DFL, no
             // flags, an empty mask); `sigaction` with a null new action only
@@ -113,7 +115,7 @@ fn write_waiting() {
     let deadline = Instant::now() + stall_wait();
     let write = |fd: i32, text: &[u8]| {
         if fd < 0 || !write_from_signal_handler(fd, text, deadline) {
-            write_from_signal_handler(STDERR, text, deadline);
+            write_from_signal_handler(fd::stderr(), text, deadline);
         }
     };
     let mut scratch = SCRATCH.try_lock().ok();

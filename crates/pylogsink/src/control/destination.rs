@@ -5,8 +5,7 @@
 //! `caplog` and `--log-level`. Handing a record to `logging` runs Python
 //! code, so it can only happen where the thread holds the GIL and no
 //! native lock: the return of the outermost call, or a Python thread of
-//! pylogsink's own for records logged outside any call (see
-//! [`crate::logging`]). Until then the record waits, structured, in the
+//! pylogsink's own for records logged outside any call. Until then the record waits, structured, in the
 //! same places text lines wait.
 
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -57,32 +56,15 @@ impl Destination {
 
 static LOGGING: AtomicBool = AtomicBool::new(false);
 
-/// Sets where records go from now on. Records already waiting go where
-/// they were meant to go.
-///
-/// With [`Destination::Logging`], the filter in force is the one the
-/// users set (the environment variable or `set_filter`); the builder's
-/// default filter applies to [`Destination::Stderr`] only, so that Python's
-/// logger levels decide.
-///
-/// ```
-/// use pylogsink::Destination;
-///
-/// pylogsink::set_destination(Destination::Logging);
-/// assert_eq!(pylogsink::destination(), Destination::Logging);
-/// pylogsink::set_destination(Destination::Stderr);
-/// ```
-pub fn set_destination(destination: Destination) {
+/// Records where records go. It takes effect at
+/// [`changed`](super::changed).
+pub(crate) fn store(destination: Destination) {
     LOGGING.store(destination == Destination::Logging, Ordering::Relaxed);
-    crate::filter::follow_destination(destination);
-    // Tracing's callsites are asked per event with `logging`.
-    #[cfg(feature = "tracing")]
-    crate::tracing::filter_changed();
 }
 
 /// Where records go now.
 ///
-/// Shown in the [`set_destination`] example.
+/// Shown in the [`set_destination`](crate::set_destination) example.
 pub fn destination() -> Destination {
     if to_logging() {
         Destination::Logging

@@ -11,16 +11,16 @@
 //! message, then each field as `key=value`. A string value is quoted when
 //! it is empty or holds a space, a quote, `=`, a backslash or a control
 //! character, with `"` and `\` escaped inside the quotes; every part then
-//! follows the untrusted-bytes rule of [`crate::format`]: control
+//! follows the untrusted-bytes rule of [`escape`](super::escape): control
 //! characters and invalid UTF-8 as `\xNN`, a newline continuing the record
 //! on an indented line. So no value can forge a record or a field.
 //!
 //! A record without fields carries none: [`Record::fields`] is `None`, and
 //! nothing here runs for it.
 //!
-//! [`Record::fields`]: crate::Record::fields
+//! [`Record::fields`]: super::Record::fields
 
-use crate::format::{escape_into, push_decimal};
+use super::escape::{escape_into, push_decimal};
 use std::fmt;
 use std::io::Write as _;
 
@@ -32,7 +32,7 @@ use std::io::Write as _;
 /// UTF-8 become `\xNN`, so no value can forge a record or a field.
 ///
 /// ```
-/// use pylogsink::{FieldValue, Fields};
+/// use pylogsink::__private_api::{FieldValue, Fields};
 ///
 /// let mut fields = Fields::new();
 /// assert!(fields.is_empty());
@@ -234,7 +234,7 @@ impl Fields {
 
 /// Writes what goes before the message: the span context and `": "`, if
 /// the record is in a span.
-pub fn push_prefix(out: &mut Vec<u8>, fields: &Fields) {
+pub(crate) fn push_prefix(out: &mut Vec<u8>, fields: &Fields) {
     if !fields.spans.is_empty() {
         escape_into(out, &fields.spans);
         out.extend_from_slice(b": ");
@@ -242,7 +242,7 @@ pub fn push_prefix(out: &mut Vec<u8>, fields: &Fields) {
 }
 
 /// Writes what goes after the message: ` key=value` for each field.
-pub fn push_suffix(out: &mut Vec<u8>, fields: &Fields) {
+pub(crate) fn push_suffix(out: &mut Vec<u8>, fields: &Fields) {
     for (name, value) in fields.iter() {
         out.push(b' ');
         escape_into(out, name);
@@ -254,7 +254,7 @@ pub fn push_suffix(out: &mut Vec<u8>, fields: &Fields) {
 /// Writes one value: numbers and booleans as Rust writes them, strings
 /// quoted where needed, `Debug` text as it is unless it needs quotes and
 /// is not a quoted string already.
-pub fn push_value(out: &mut Vec<u8>, value: FieldValue<'_>) {
+pub(crate) fn push_value(out: &mut Vec<u8>, value: FieldValue<'_>) {
     match value {
         FieldValue::Int(n) => {
             if n < 0 {
@@ -327,7 +327,7 @@ pub(crate) struct OwnedFields {
 }
 
 impl OwnedFields {
-    pub fn new(fields: &Fields) -> OwnedFields {
+    pub(crate) fn new(fields: &Fields) -> OwnedFields {
         let text = |bytes: &[u8]| {
             let mut out = Vec::with_capacity(bytes.len());
             escape_into(&mut out, bytes);
@@ -353,7 +353,7 @@ impl OwnedFields {
     }
 
     /// Bytes counted against a buffer's cap.
-    pub fn size(&self) -> usize {
+    pub(crate) fn size(&self) -> usize {
         self.spans.len()
             + self
                 .values
@@ -371,7 +371,7 @@ impl OwnedFields {
 
 /// The text a record's message becomes, with its fields: span context,
 /// message, fields, escaped. For the `logging` destination's `msg`.
-pub fn message_text(out: &mut Vec<u8>, message: &[u8], fields: Option<&Fields>) {
+pub(crate) fn message_text(out: &mut Vec<u8>, message: &[u8], fields: Option<&Fields>) {
     match fields {
         None => escape_into(out, message),
         Some(fields) => {

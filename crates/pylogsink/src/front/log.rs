@@ -5,10 +5,9 @@
 //!
 //! [`Builder::init`]: crate::Builder::init
 
-use crate::fields::Fields;
-use crate::level::Level;
-use crate::record::Record;
-use crate::sink::emit_args;
+use crate::control::enabled;
+use crate::core::emit::emit_args;
+use crate::record::{Fields, Level, Record};
 use log::kv::{self, Key, Value, VisitSource, VisitValue};
 use std::cell::RefCell;
 
@@ -20,7 +19,7 @@ impl log::Log for Logger {
     /// The filter's answer: `log_enabled!`, and tracing's log bridge for
     /// its span records, ask here before they format anything.
     fn enabled(&self, metadata: &log::Metadata<'_>) -> bool {
-        crate::sink::enabled(Level::from(metadata.level()), metadata.target())
+        enabled(Level::from(metadata.level()), metadata.target())
     }
 
     /// `log` calls this for every record under `log::max_level()`, without
@@ -28,7 +27,7 @@ impl log::Log for Logger {
     /// checked again here, before anything is formatted.
     fn log(&self, record: &log::Record<'_>) {
         let level = Level::from(record.level());
-        if !crate::sink::enabled(level, record.target()) {
+        if !enabled(level, record.target()) {
             return;
         }
         let plain = Record {
@@ -160,35 +159,10 @@ fn is_installed() -> bool {
     std::ptr::addr_eq(installed, &LOGGER as *const Logger)
 }
 
-/// Makes `log::max_level` the most verbose level that can be logged, so
-/// that `log`'s macros drop everything else with one compare: what the
-/// directives let through and, with the `logging` destination, what some
-/// Python logger may take. Only while pylogsink is the logger: another
-/// logger's level is not ours.
-pub(crate) fn follow_max_level() {
-    if !is_installed() {
-        return;
-    }
-    let mut max = crate::filter::max_level();
-    if crate::destination::to_logging() {
-        let floor = crate::pylevels::floor();
-        let python = log::LevelFilter::iter()
-            .filter(|l| l.to_level().is_none_or(|l| levelno_of(l) >= floor))
-            .last()
-            .unwrap_or(log::LevelFilter::Off);
-        max = max.min(python);
-    }
-    log::set_max_level(max);
-}
-
-fn levelno_of(level: log::Level) -> i32 {
-    crate::pylevels::levelno(Level::from(level))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::fields::FieldValue;
+    use crate::record::fields::FieldValue;
 
     #[test]
     fn key_values_become_typed_fields() {

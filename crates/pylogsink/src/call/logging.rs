@@ -17,18 +17,22 @@
 //! Python's logger levels filter on the native side too ([`crate::pylevels`]),
 //! and `logging` itself tells when they change.
 
-use crate::fields::{OwnedFields, OwnedValue};
-use crate::pending::queue::Delivery;
-use crate::pending::{Batch, PendingRecord};
-use crate::pylevels;
-use crate::sink::{take_all_pending, THREAD};
+use super::interrupt::is_interrupt;
+use crate::control::{self, pylevels};
+use crate::core::queue::queue_pending_as_text;
+use crate::core::registry::take_all_pending;
+use crate::core::thread::THREAD;
+use crate::dest::pending::queue::{self, Delivery};
+use crate::dest::pending::{Batch, PendingRecord};
+use crate::record::fields::{OwnedFields, OwnedValue};
+use crate::record::lock;
 use pyo3::intern;
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyCFunction, PyDict, PyTuple};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Condvar, Mutex};
-use std::time::{Duration, Instant, UNIX_EPOCH};
+use std::sync::Mutex;
+use std::time::{Duration, UNIX_EPOCH};
 
 /// What delivery needs from Python, made once.
 struct State {
@@ -42,13 +46,11 @@ struct State {
 
 static STATE: PyOnceLock<State> = PyOnceLock::new();
 static STOP: AtomicBool = AtomicBool::new(false);
-static WAKE: Condvar = Condvar::new();
-static WAKE_LOCK: Mutex<()> = Mutex::new(());
 static PREFIX: Mutex<String> = Mutex::new(String::new());
 
 /// The logger a record of `target` goes to: `::` becomes `.`, after the
 /// builder's prefix, if any. An empty target (and no prefix) is the root.
-pub fn logger_name(prefix: &str, target: &str) -> String {
+pub(crate) fn logger_name(prefix: &str, target: &str) -> String {
     let target = target.replace("::", ".");
     match (prefix.is_empty(), target.is_empty()) {
         (true, _) => target,
@@ -59,13 +61,7 @@ pub fn logger_name(prefix: &str, target: &str) -> String {
 
 /// Sets the prefix of every logger name.
 pub(crate) fn set_prefix(prefix: &str) {
-    *PREFIX.lock().unwrap_or_else(|e| e.into_inner()) = prefix.to_owned();
-}
-
-/// Wakes pylogsink's Python thread: records wait outside any call. Never
-/// blocks.
-pub(crate) fn wake() {
-    WAKE.notify_one();
+    *lock(&PREFIX) = prefix.to_owned();
 }
 
 /// At the entry of an outermost call with the `logging` destination: sets
@@ -127,11 +123,13 @@ fn state(py: Python<'_>) -> PyResult<&'static State> {
 /// level changes (`setLevel`, `logging.disable`, and so `basicConfig`,
 /// `dictConfig`, `caplog.set_level`), so a logger of pylogsink's own
 /// (`pylogsink._levels.<address>`, one per extension that links pylogsink)
-/// gets a dict whose `clear` tells [`pylevels::forget`].
+/// gets a dict whose `clear` tells [`control::python_levels_changed`].
 fn watch_levels(py: Python<'_>, logging: &Bound<'_, PyModule>) -> PyResult<()> {
     // A builtin function in a class is not bound to the instance, so
     // `cache.clear()` calls it with no arguments.
-    let clear = PyCFunction::new_closure(py, Some(c"clear"), None, |_, _| pylevels::forget())?;
+    let clear = PyCFunction::new_closure(py, Some(c"clear"), None, |_, _| {
+        control::python_levels_changed()
+    })?;
     let methods = PyDict::new(py);
     methods.set_item("clear", clear)?;
     let bases = PyTuple::new(py, [py.get_type::<PyDict>()])?;
@@ -150,7 +148,7 @@ fn refresh_levels(py: Python<'_>, state: &State) -> PyResult<()> {
     let Some(epoch) = pylevels::stale() else {
         return Ok(());
     };
-    read_levels(py, state, epoch).inspect_err(|_| pylevels::forget())
+    read_levels(py, state, epoch).inspect_err(|_| control::python_levels_changed())
 }
 
 fn read_levels(py: Python<'_>, state: &State, epoch: u64) -> PyResult<()> {
@@ -170,7 +168,7 @@ fn read_levels(py: Python<'_>, state: &State, epoch: u64) -> PyResult<()> {
             }
         }
     }
-    pylevels::reset(pylevels::floor_of(levels, disable), epoch);
+    control::python_levels_read(pylevels::floor_of(levels, disable), epoch);
     state.loggers.bind(py).clear();
     Ok(())
 }
@@ -203,20 +201,20 @@ fn deliver(py: Python<'_>, batch: &Batch) -> Option<PyErr> {
         Ok(state) => state,
         Err(err) => {
             err.write_unraisable(py, None);
-            crate::sink::queue_pending_as_text(batch);
+            queue_pending_as_text(batch);
             return None;
         }
     };
-    let prefix = PREFIX.lock().unwrap_or_else(|e| e.into_inner()).clone();
+    let prefix = lock(&PREFIX).clone();
     let mut interrupt = None;
     if let Some(note) = batch.note() {
         let logger = logger_name(&prefix, "pylogsink");
         let err = handle_note(py, state, &logger, &note).err();
-        interrupt = interrupt.or(err.filter(|e| crate::call::is_interrupt(py, e)));
+        interrupt = interrupt.or(err.filter(|e| is_interrupt(py, e)));
     }
     for record in &batch.records {
         if let Err(err) = handle(py, state, &prefix, record) {
-            if crate::call::is_interrupt(py, &err) {
+            if is_interrupt(py, &err) {
                 interrupt.get_or_insert(err);
             } else {
                 err.write_unraisable(py, None);
@@ -244,7 +242,7 @@ fn logger<'py>(py: Python<'py>, state: &State, name: &str) -> PyResult<Bound<'py
 fn handle(py: Python<'_>, state: &State, prefix: &str, record: &PendingRecord) -> PyResult<()> {
     let name = logger_name(prefix, &record.target);
     let logger = logger(py, state, &name)?;
-    let levelno = pylevels::levelno(record.level);
+    let levelno = record.level.python_levelno();
     // The lowest level the logger takes, learnt once per target and
     // configuration: `isEnabledFor` without the Python call.
     let lowest = match pylevels::known(&record.target) {
@@ -404,25 +402,14 @@ enum Woken {
 }
 
 /// Waits until records wait outside any call, the exit, or [`LEVELS_EVERY`].
-/// A wake that comes between the check and the wait is caught by the
-/// short timeout.
 fn wait_for_records() -> Woken {
-    let deadline = Instant::now() + LEVELS_EVERY;
-    let mut guard = WAKE_LOCK.lock().unwrap_or_else(|e| e.into_inner());
-    loop {
-        if STOP.load(Ordering::Acquire) {
-            return Woken::Stop;
-        }
-        if crate::pending::queue::waiting() {
-            return Woken::Records;
-        }
-        if Instant::now() >= deadline {
-            return Woken::Levels;
-        }
-        guard = WAKE
-            .wait_timeout(guard, Duration::from_millis(20))
-            .unwrap_or_else(|e| e.into_inner())
-            .0;
+    let stop = || STOP.load(Ordering::Acquire);
+    if queue::wait(LEVELS_EVERY, stop) {
+        Woken::Records
+    } else if stop() {
+        Woken::Stop
+    } else {
+        Woken::Levels
     }
 }
 
@@ -434,7 +421,7 @@ pub(crate) fn at_exit(py: Python<'_>) {
         return;
     };
     if !STOP.swap(true, Ordering::AcqRel) {
-        wake();
+        queue::wake();
         if let Err(err) = state.thread.bind(py).call_method1("join", (1.0,)) {
             err.write_unraisable(py, None);
         }

@@ -5,12 +5,12 @@
 //! callers (the log function and `call`) do the system calls and
 //! the Python calls that these decisions ask for.
 
-use crate::level::Level;
+use crate::record::Level;
 
 /// What the current thread's outermost call decided about `sys.stderr`,
 /// or that the thread is outside any call.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Sink {
+pub(crate) enum Sink {
     /// Outside any call: a native worker thread, module init, a destructor.
     Outside,
     /// In a call, `sys.stderr` is the process's own: lines go to fd 2 now.
@@ -26,7 +26,7 @@ pub enum Sink {
 impl Sink {
     /// The sink `sink as u8` came from; `Outside` for anything else.
     #[inline]
-    pub fn from_u8(sink: u8) -> Sink {
+    pub(crate) fn from_u8(sink: u8) -> Sink {
         match sink {
             1 => Sink::Own,
             2 => Sink::Stalled,
@@ -38,7 +38,7 @@ impl Sink {
 
 /// What to do with one line now.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Route {
+pub(crate) enum Route {
     /// Write to fd 2, first whatever waits before it; wait for room at most
     /// the stall wait if `wait`, else not at all. What finds no room is
     /// handled by [`on_no_room`].
@@ -57,7 +57,7 @@ pub enum Route {
 /// logged outside any call already wait in the process-wide queue (fd 2
 /// had no room for them, so a line outside a call checks again without
 /// waiting, as a stalled call does).
-pub fn route(level: Level, sink: Sink, queue_pending: bool) -> Route {
+pub(crate) fn route(level: Level, sink: Sink, queue_pending: bool) -> Route {
     if level == Level::Fatal {
         return Route::Fatal;
     }
@@ -73,7 +73,7 @@ pub fn route(level: Level, sink: Sink, queue_pending: bool) -> Route {
 
 /// What happens to the part of a direct line that found no room.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum NoRoom {
+pub(crate) enum NoRoom {
     /// The call keeps it, and its sink becomes [`Sink::Stalled`].
     KeepAndStall,
     /// It joins the process-wide queue (newest 64 KiB).
@@ -81,7 +81,7 @@ pub enum NoRoom {
 }
 
 /// The fate of a line that found no room on fd 2.
-pub fn on_no_room(sink: Sink) -> NoRoom {
+pub(crate) fn on_no_room(sink: Sink) -> NoRoom {
     match sink {
         Sink::Outside => NoRoom::Queue,
         Sink::Own | Sink::Stalled | Sink::Replaced => NoRoom::KeepAndStall,
@@ -95,7 +95,7 @@ pub fn on_no_room(sink: Sink) -> NoRoom {
 /// lines: a call made from there (a writer that calls back into the
 /// extension) writes to fd 2, so it can neither recurse nor lose lines.
 #[inline]
-pub fn entry_sink(stderr_is_own: bool, writing_kept: bool) -> Sink {
+pub(crate) fn entry_sink(stderr_is_own: bool, writing_kept: bool) -> Sink {
     if stderr_is_own || writing_kept {
         Sink::Own
     } else {
@@ -105,7 +105,7 @@ pub fn entry_sink(stderr_is_own: bool, writing_kept: bool) -> Sink {
 
 /// How a call's kept lines leave when it returns.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum ReturnPlan {
+pub(crate) enum ReturnPlan {
     /// Through `sys.stderr.write`, with the GIL held.
     ThroughPython,
     /// To fd 2 with the GIL released, waiting at most the stall wait, so a
@@ -117,7 +117,7 @@ pub enum ReturnPlan {
 }
 
 /// How the kept lines of a call with sink `sink` leave at its return.
-pub fn return_plan(sink: Sink, avoid_python: bool) -> ReturnPlan {
+pub(crate) fn return_plan(sink: Sink, avoid_python: bool) -> ReturnPlan {
     match (sink, avoid_python) {
         (_, true) => ReturnPlan::Fd2NoWait,
         (Sink::Replaced, false) => ReturnPlan::ThroughPython,
@@ -131,7 +131,7 @@ pub fn return_plan(sink: Sink, avoid_python: bool) -> ReturnPlan {
 /// On Linux, CPython before 3.13.8 ends a daemon thread with `pthread_exit`
 /// when it re-takes the GIL after finalization began; if that happens in
 /// the middle of a write through Python, the process crashes.
-pub fn daemon_avoids_python(linux: bool, version: (u8, u8, u8), daemon: bool) -> bool {
+pub(crate) fn daemon_avoids_python(linux: bool, version: (u8, u8, u8), daemon: bool) -> bool {
     linux && daemon && version < (3, 13, 8)
 }
 
@@ -141,7 +141,7 @@ pub fn daemon_avoids_python(linux: bool, version: (u8, u8, u8), daemon: bool) ->
 ///
 /// `capacity` is the pipe's buffer size and `queued` the bytes in it.
 #[cfg_attr(not(test), allow(dead_code))] // not wired to macOS yet (README, Platforms)
-pub fn macos_pipe_counts_full(capacity: usize, queued: usize) -> bool {
+pub(crate) fn macos_pipe_counts_full(capacity: usize, queued: usize) -> bool {
     const SMALL_PIPE: usize = 16 * 1024;
     const SMALL_PIPE_LIMIT: usize = 512;
     if capacity <= SMALL_PIPE {

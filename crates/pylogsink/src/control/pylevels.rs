@@ -16,28 +16,17 @@
 //! Both are dropped the moment Python's logging configuration changes
 //! (`setLevel`, `caplog.set_level`, `logging.disable`, `basicConfig`,
 //! `dictConfig`): `logging` then clears the level cache of every logger,
-//! and one logger's cache is pylogsink's ([`crate::logging`]), which calls
-//! [`forget`]. Until the levels are read again (at the next outermost
+//! and one logger's cache is pylogsink's (the `logging` delivery in the
+//! Python edge), which calls [`forget`] through
+//! [`python_levels_changed`](super::python_levels_changed). Until the levels are read again (at the next outermost
 //! call, or within 100 ms by pylogsink's Python thread), every record
 //! passes here and its logger decides at delivery.
 
-use crate::level::Level;
+use crate::record::{lock, Level};
 use std::cell::RefCell;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
-
-/// Python's number for a level (`logging.DEBUG` is 10); TRACE is 5.
-pub fn levelno(level: Level) -> i32 {
-    match level {
-        Level::Trace => 5,
-        Level::Debug => 10,
-        Level::Info => 20,
-        Level::Warn => 30,
-        Level::Error => 40,
-        Level::Fatal => 50,
-    }
-}
 
 /// No logger takes a record whose level number is below this.
 static FLOOR: AtomicI32 = AtomicI32::new(0);
@@ -101,8 +90,8 @@ impl Copy {
 
 /// Whether Python's logger for `target` may take a record of `level`.
 #[inline]
-pub fn may_take(level: Level, target: &str) -> bool {
-    let n = levelno(level);
+pub(crate) fn may_take(level: Level, target: &str) -> bool {
+    let n = level.python_levelno();
     if n < FLOOR.load(Ordering::Relaxed) {
         return false;
     }
@@ -127,7 +116,7 @@ fn lowest_for(target: &str) -> Option<i32> {
 }
 
 fn current() -> Option<Arc<Targets>> {
-    TARGETS.lock().unwrap_or_else(|e| e.into_inner()).clone()
+    lock(&TARGETS).clone()
 }
 
 /// The floor in force.
@@ -162,12 +151,14 @@ pub(crate) fn epoch() -> u64 {
 }
 
 /// Sets the floor read in `epoch` and forgets every target, unless the
-/// configuration changed since.
-pub(crate) fn reset(floor: i32, epoch: u64) {
+/// configuration changed since. True if it did.
+pub(crate) fn reset(floor: i32, epoch: u64) -> bool {
     let mut targets = lock_targets();
-    if EPOCH.load(Ordering::Acquire) == epoch {
+    let current = EPOCH.load(Ordering::Acquire) == epoch;
+    if current {
         install(&mut targets, floor);
     }
+    current
 }
 
 /// Forgets every target and sets the floor; the lock is held.
@@ -175,15 +166,15 @@ fn install(targets: &mut MutexGuard<'_, Option<Arc<Targets>>>, floor: i32) {
     **targets = None;
     GENERATION.fetch_add(1, Ordering::AcqRel);
     FLOOR.store(floor, Ordering::Relaxed);
-    crate::logger::follow_max_level();
 }
 
 fn lock_targets() -> MutexGuard<'static, Option<Arc<Targets>>> {
-    TARGETS.lock().unwrap_or_else(|e| e.into_inner())
+    lock(&TARGETS)
 }
 
 /// Learns the lowest level number `target`'s logger takes, read in
-/// `epoch`, unless the configuration changed since.
+/// `epoch`, unless the configuration changed since. Nothing else caches
+/// it: `log::max_level` and tracing's interest follow the floor only.
 pub(crate) fn learn(target: &str, lowest: i32, epoch: u64) {
     let mut targets = lock_targets();
     if EPOCH.load(Ordering::Acquire) != epoch
@@ -200,13 +191,13 @@ pub(crate) fn learn(target: &str, lowest: i32, epoch: u64) {
 /// The lowest level number a logger takes, from its effective level and
 /// `logging.disable`'s level: `isEnabledFor(n)` is `n > disable and n >=
 /// effective`.
-pub fn lowest_taken(effective: i32, disable: i32) -> i32 {
+pub(crate) fn lowest_taken(effective: i32, disable: i32) -> i32 {
     effective.max(disable.saturating_add(1))
 }
 
 /// The floor, from the levels set on the loggers (the root's included;
 /// `NOTSET` ones left out, as they inherit) and `logging.disable`'s level.
-pub fn floor_of(levels_set: impl IntoIterator<Item = i32>, disable: i32) -> i32 {
+pub(crate) fn floor_of(levels_set: impl IntoIterator<Item = i32>, disable: i32) -> i32 {
     let lowest = levels_set.into_iter().min().unwrap_or(0);
     lowest_taken(lowest, disable)
 }
@@ -214,12 +205,6 @@ pub fn floor_of(levels_set: impl IntoIterator<Item = i32>, disable: i32) -> i32 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn level_numbers_are_pythons() {
-        let numbers: Vec<i32> = Level::ALL.into_iter().map(levelno).collect();
-        assert_eq!(numbers, [5, 10, 20, 30, 40, 50]);
-    }
 
     #[test]
     fn lowest_taken_follows_is_enabled_for() {
@@ -248,7 +233,7 @@ mod tests {
 
     #[test]
     fn targets_and_the_floor_decide() {
-        // One test touches the process-wide state.
+        let _serial = crate::record::serial();
         reset(0, epoch());
         assert!(may_take(Level::Trace, "a"));
         learn("a", 20, epoch());

@@ -9,8 +9,7 @@
 //! The extension's author sets the default with
 //! [`Builder::color`](crate::Builder::color).
 
-use crate::level::Level;
-use crate::route::Sink;
+use super::Level;
 use std::ffi::OsStr;
 use std::sync::atomic::{AtomicU8, Ordering};
 
@@ -38,7 +37,7 @@ pub enum ColorChoice {
 /// `NO_COLOR` set and not empty means never; else `CLICOLOR_FORCE` set,
 /// not empty and not `0` means always; else the author's choice, where
 /// `Auto` with `TERM=dumb` means never.
-pub fn resolve(
+pub(crate) fn resolve(
     author: ColorChoice,
     no_color: Option<&OsStr>,
     clicolor_force: Option<&OsStr>,
@@ -56,18 +55,23 @@ pub fn resolve(
     }
 }
 
-/// Whether a record logged now with `sink` in force gets color:
-/// `terminal` is asked only when the answer depends on it.
-pub fn use_color(choice: ColorChoice, sink: Sink, terminal: impl FnOnce() -> bool) -> bool {
-    match (choice, sink) {
-        (ColorChoice::Never, _) | (_, Sink::Replaced) => false,
+/// Whether a record logged now gets color: `to_fd2` is false where it is
+/// kept for a replaced `sys.stderr`, which stores text; `terminal` is
+/// asked only when the answer depends on it.
+pub(crate) fn use_color(
+    choice: ColorChoice,
+    to_fd2: bool,
+    terminal: impl FnOnce() -> bool,
+) -> bool {
+    match (choice, to_fd2) {
+        (ColorChoice::Never, _) | (_, false) => false,
         (ColorChoice::Always, _) => true,
         (ColorChoice::Auto, _) => terminal(),
     }
 }
 
 /// The escape code that starts a level's color.
-pub fn code(level: Level) -> &'static [u8] {
+pub(crate) fn code(level: Level) -> &'static [u8] {
     match level {
         Level::Trace => b"\x1b[35m",
         Level::Debug => b"\x1b[34m",
@@ -79,7 +83,7 @@ pub fn code(level: Level) -> &'static [u8] {
 }
 
 /// The escape code that ends it.
-pub const RESET: &[u8] = b"\x1b[0m";
+pub(crate) const RESET: &[u8] = b"\x1b[0m";
 
 /// The choice in force, as set by the builder (never until then).
 static CHOICE: AtomicU8 = AtomicU8::new(ColorChoice::Never as u8);
@@ -153,18 +157,16 @@ mod tests {
     #[test]
     fn never_on_a_replaced_stderr() {
         for choice in [ColorChoice::Auto, ColorChoice::Always, ColorChoice::Never] {
-            assert!(!use_color(choice, Sink::Replaced, || true));
+            assert!(!use_color(choice, false, || true));
         }
     }
 
     #[test]
     fn auto_follows_the_terminal_and_asks_only_then() {
-        for sink in [Sink::Outside, Sink::Own, Sink::Stalled] {
-            assert!(use_color(ColorChoice::Auto, sink, || true));
-            assert!(!use_color(ColorChoice::Auto, sink, || false));
-            assert!(use_color(ColorChoice::Always, sink, || panic!("not asked")));
-            assert!(!use_color(ColorChoice::Never, sink, || panic!("not asked")));
-        }
+        assert!(use_color(ColorChoice::Auto, true, || true));
+        assert!(!use_color(ColorChoice::Auto, true, || false));
+        assert!(use_color(ColorChoice::Always, true, || panic!("not asked")));
+        assert!(!use_color(ColorChoice::Never, true, || panic!("not asked")));
     }
 
     #[test]

@@ -15,9 +15,8 @@
 //! call: its lines are never lost, and never go into a buffer nobody will
 //! write.
 
-use crate::sink::{Shared, THREAD};
-use std::sync::atomic::Ordering;
-use std::sync::Arc;
+use super::shared::CallRef;
+use super::thread::THREAD;
 
 /// The current call, for the worker threads it hands work to.
 ///
@@ -40,6 +39,7 @@ use std::sync::Arc;
 ///     })
 /// }
 /// ```
+#[derive(Debug)]
 pub struct Call(());
 
 impl Call {
@@ -52,7 +52,11 @@ impl Call {
     /// assert!(pylogsink::Call::current().is_none());
     /// ```
     pub fn current() -> Option<CallHandle> {
-        THREAD.try_with(|t| t.handle()).ok().flatten()
+        THREAD
+            .try_with(|t| t.handle())
+            .ok()
+            .flatten()
+            .map(CallHandle)
     }
 }
 
@@ -61,11 +65,7 @@ impl Call {
 ///
 /// Shown in the [`Call`] example.
 #[derive(Clone)]
-pub struct CallHandle {
-    pub(crate) shared: Arc<Shared>,
-    /// Which of its thread's calls it is.
-    pub(crate) call: u64,
-}
+pub struct CallHandle(CallRef);
 
 impl CallHandle {
     /// Runs `f` on this thread with the call's routing: what `f` logs goes
@@ -98,7 +98,7 @@ impl CallHandle {
     /// pylogsink::detach_thread();
     /// ```
     pub fn attach_thread(&self) {
-        let _ = THREAD.try_with(|t| t.attach(self));
+        let _ = THREAD.try_with(|t| t.attach(&self.0));
     }
 
     /// Whether the call is still in progress.
@@ -110,7 +110,7 @@ impl CallHandle {
     /// }
     /// ```
     pub fn is_live(&self) -> bool {
-        self.shared.call.load(Ordering::Acquire) == self.call
+        self.0.is_live()
     }
 }
 
@@ -126,7 +126,7 @@ pub fn detach_thread() {
 impl std::fmt::Debug for CallHandle {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("CallHandle")
-            .field("call", &self.call)
+            .field("call", &self.0.call)
             .field("live", &self.is_live())
             .finish()
     }

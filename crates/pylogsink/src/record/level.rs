@@ -2,7 +2,7 @@
 //!
 //! pylogsink needs its own level type because the `log` crate stops at
 //! `Error`, while native runtimes also log `Fatal` lines right before they
-//! abort, and those must be routed differently (see [`crate::route`]).
+//! abort, and those must be routed differently (see the routing table in the crate's documentation).
 
 use std::fmt;
 
@@ -107,6 +107,34 @@ impl Level {
     ];
 }
 
+impl Level {
+    /// Python's number for the level (`logging.DEBUG` is 10); TRACE is 5,
+    /// below DEBUG, and Fatal is `logging.CRITICAL`.
+    pub(crate) const fn python_levelno(self) -> i32 {
+        match self {
+            Level::Trace => 5,
+            Level::Debug => 10,
+            Level::Info => 20,
+            Level::Warn => 30,
+            Level::Error => 40,
+            Level::Fatal => 50,
+        }
+    }
+}
+
+#[cfg(feature = "tracing")]
+impl From<&tracing_core::Level> for Level {
+    fn from(level: &tracing_core::Level) -> Level {
+        match *level {
+            tracing_core::Level::TRACE => Level::Trace,
+            tracing_core::Level::DEBUG => Level::Debug,
+            tracing_core::Level::INFO => Level::Info,
+            tracing_core::Level::WARN => Level::Warn,
+            _ => Level::Error,
+        }
+    }
+}
+
 impl fmt::Display for Level {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.name().trim_end())
@@ -136,6 +164,26 @@ mod tests {
         assert!(Level::Trace < Level::Debug && Level::Debug < Level::Info);
         assert!(Level::Error < Level::Fatal);
         assert!(Level::ALL.windows(2).all(|w| w[0] < w[1]));
+    }
+
+    #[test]
+    fn python_numbers_are_loggings() {
+        let numbers: Vec<i32> = Level::ALL.into_iter().map(Level::python_levelno).collect();
+        assert_eq!(numbers, [5, 10, 20, 30, 40, 50]);
+    }
+
+    #[cfg(feature = "tracing")]
+    #[test]
+    fn tracing_levels_map_one_to_one() {
+        for (t, l) in [
+            (tracing_core::Level::TRACE, Level::Trace),
+            (tracing_core::Level::DEBUG, Level::Debug),
+            (tracing_core::Level::INFO, Level::Info),
+            (tracing_core::Level::WARN, Level::Warn),
+            (tracing_core::Level::ERROR, Level::Error),
+        ] {
+            assert_eq!(Level::from(&t), l);
+        }
     }
 
     #[test]

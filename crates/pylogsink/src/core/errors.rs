@@ -3,7 +3,7 @@
 //! When a native call fails, the Python user sees an exception, and the
 //! Error-level lines logged during the call usually say why far better
 //! than the exception's own short text. So a call collects them (at most
-//! [`ERRORS_CAP`] bytes), and [`error`] builds an exception of any type
+//! [`ERRORS_CAP`] bytes), and [`error`](crate::error) builds an exception of any type
 //! whose message is the extension's text followed by those lines.
 //!
 //! Native text is bytes, often cut short by a fixed-size buffer and
@@ -12,9 +12,7 @@
 //! `bytes.decode("utf-8", "backslashreplace")` decodes it, so building the
 //! exception never fails with `UnicodeDecodeError`.
 
-use crate::format::decode_backslashreplace;
-use crate::sink::THREAD;
-use pyo3::{PyErr, PyTypeInfo};
+use crate::record::escape::decode_backslashreplace;
 
 /// Error-level text one call collects for its exception, at most: the
 /// first 1 KiB, since the first errors usually name the cause.
@@ -35,13 +33,13 @@ pub(crate) struct Errors {
 
 impl Errors {
     /// Forgets everything: a new outermost call starts.
-    pub fn clear(&mut self) {
+    pub(crate) fn clear(&mut self) {
         self.text.clear();
         self.left_out = 0;
     }
 
     /// Adds one message, keeping the first [`ERRORS_CAP`] bytes in all.
-    pub fn collect(&mut self, message: &[u8]) {
+    pub(crate) fn collect(&mut self, message: &[u8]) {
         let separator = usize::from(!self.text.is_empty());
         let room = ERRORS_CAP.saturating_sub(self.text.len() + separator);
         if room == 0 {
@@ -57,17 +55,17 @@ impl Errors {
     }
 
     /// Whether every later message would be left out whole.
-    pub fn is_full(&self) -> bool {
+    pub(crate) fn is_full(&self) -> bool {
         self.text.len() + 1 >= ERRORS_CAP
     }
 
     /// Counts `bytes` more left out (messages a full buffer never saw).
-    pub fn add_left_out(&mut self, bytes: u64) {
+    pub(crate) fn add_left_out(&mut self, bytes: u64) {
         self.left_out += bytes as usize;
     }
 
     /// `text`, then the collected messages, as one exception message.
-    pub fn message(&self, text: &[u8]) -> String {
+    pub(crate) fn message(&self, text: &[u8]) -> String {
         let mut out = text.to_vec();
         if !self.text.is_empty() {
             out.extend_from_slice(b"\nErrors logged during the call:");
@@ -83,53 +81,6 @@ impl Errors {
         }
         decode_backslashreplace(&out)
     }
-}
-
-/// An exception of type `E` whose message is `text` followed by the
-/// Error-level lines logged on this thread during the current call (or,
-/// outside any call, the last one).
-///
-/// ```no_run
-/// use pyo3::exceptions::PyRuntimeError;
-/// use pyo3::prelude::*;
-///
-/// #[pyfunction]
-/// fn load_method(py: Python<'_>) -> PyResult<()> {
-///     pylogsink::call(py, || {
-///         log::error!("XNNPACK backend: failed to create workspace");
-///         Err(pylogsink::error::<PyRuntimeError>("load_method failed (error 0x23)"))
-///     })
-/// }
-/// ```
-///
-/// raises
-///
-/// ```text
-/// RuntimeError: load_method failed (error 0x23)
-/// Errors logged during the call:
-///   XNNPACK backend: failed to create workspace
-/// ```
-///
-/// `text` may be any bytes: the whole message is decoded with Python's
-/// `backslashreplace` rule, so invalid UTF-8 becomes `\xNN`.
-pub fn error<E: PyTypeInfo>(text: impl AsRef<[u8]>) -> PyErr {
-    PyErr::new::<E, _>(error_message(text))
-}
-
-/// The message [`error`] gives its exception: `text` followed by the
-/// Error-level lines of the current call, decoded with Python's
-/// `backslashreplace` rule. For code that builds the exception itself
-/// (the C ABI, whose caller names the exception type at run time).
-///
-/// Outside any call nothing was collected: the message is the text, decoded.
-///
-/// ```
-/// assert_eq!(pylogsink::error_message(b"load failed: \xff"), "load failed: \\xff");
-/// ```
-pub fn error_message(text: impl AsRef<[u8]>) -> String {
-    THREAD
-        .try_with(|t| t.errors().message(text.as_ref()))
-        .unwrap_or_else(|_| decode_backslashreplace(text.as_ref()))
 }
 
 #[cfg(test)]

@@ -7,10 +7,10 @@
 //! records within a byte cap, and counts those it left out so that one note
 //! can say so where they were.
 
-use crate::fields::{message_text, OwnedFields};
-use crate::format::format_record;
-use crate::level::Level;
-use crate::record::Record;
+use super::kept::{left_out_note, CAP};
+use crate::record::fields::{message_text, OwnedFields};
+use crate::record::format::format_record;
+use crate::record::{Level, Record};
 use std::collections::VecDeque;
 use std::sync::Arc;
 use std::time::SystemTime;
@@ -37,7 +37,7 @@ pub(crate) struct PendingRecord {
 }
 
 impl PendingRecord {
-    pub fn new(record: &Record<'_>, created: SystemTime, thread: (u64, Arc<str>)) -> Self {
+    pub(crate) fn new(record: &Record<'_>, created: SystemTime, thread: (u64, Arc<str>)) -> Self {
         let mut message = Vec::with_capacity(record.message.len());
         message_text(&mut message, record.message, record.fields);
         PendingRecord {
@@ -60,13 +60,13 @@ impl PendingRecord {
 
     /// The bytes it counts for against the cap: the most that its text
     /// ([`to_text`](PendingRecord::to_text)) takes.
-    pub fn size(&self) -> usize {
+    pub(crate) fn size(&self) -> usize {
         let fields = self.fields.as_ref().map_or(0, |f| f.size());
         self.message.len() + self.target.len() + self.file.len() + 64 + fields
     }
 
     /// The record as a text line, for where Python can no longer take it.
-    pub fn to_text(&self, out: &mut Vec<u8>) {
+    pub(crate) fn to_text(&self, out: &mut Vec<u8>) {
         let record = Record {
             level: self.level,
             target: &self.target,
@@ -103,24 +103,18 @@ pub(crate) struct Batch {
 }
 
 impl Batch {
-    pub fn is_empty(&self) -> bool {
+    pub(crate) fn is_empty(&self) -> bool {
         self.records.is_empty() && self.left_out == 0
     }
 
     /// The note that stands where left-out records were, if any.
-    pub fn note(&self) -> Option<String> {
-        (self.left_out > 0).then(|| {
-            format!(
-                "{} records ({} bytes) left out here: more than {} KiB waited at once",
-                self.left_out,
-                self.left_out_bytes,
-                crate::kept::CAP / 1024
-            )
-        })
+    pub(crate) fn note(&self) -> Option<String> {
+        (self.left_out > 0)
+            .then(|| left_out_note(self.left_out, "record", self.left_out_bytes, CAP))
     }
 
     /// The batch as text lines, note first, for fd 2.
-    pub fn to_text(&self) -> Vec<u8> {
+    pub(crate) fn to_text(&self) -> Vec<u8> {
         let mut out = Vec::new();
         if let Some(note) = self.note() {
             out.extend_from_slice(b"[pylogsink] ");
@@ -135,7 +129,7 @@ impl Batch {
 }
 
 impl Pending {
-    pub const fn with_cap(cap: usize) -> Pending {
+    pub(crate) const fn with_cap(cap: usize) -> Pending {
         Pending {
             records: VecDeque::new(),
             bytes: 0,
@@ -146,7 +140,7 @@ impl Pending {
     }
 
     /// Adds a record; the oldest ones make room for it.
-    pub fn push(&mut self, record: PendingRecord) {
+    pub(crate) fn push(&mut self, record: PendingRecord) {
         self.bytes += record.size();
         self.records.push_back(record);
         self.trim();
@@ -164,12 +158,12 @@ impl Pending {
     }
 
     /// The records waiting, oldest first.
-    pub fn records(&self) -> impl Iterator<Item = &PendingRecord> {
+    pub(crate) fn records(&self) -> impl Iterator<Item = &PendingRecord> {
         self.records.iter()
     }
 
     /// Takes everything out.
-    pub fn take(&mut self) -> Batch {
+    pub(crate) fn take(&mut self) -> Batch {
         self.bytes = 0;
         Batch {
             records: self.records.drain(..).collect(),
@@ -179,7 +173,7 @@ impl Pending {
     }
 
     /// Puts back what could not be delivered, before what came since.
-    pub fn put_back(&mut self, batch: Batch) {
+    pub(crate) fn put_back(&mut self, batch: Batch) {
         self.left_out += batch.left_out;
         self.left_out_bytes += batch.left_out_bytes;
         for record in batch.records.into_iter().rev() {
@@ -193,16 +187,19 @@ impl Pending {
 /// The process-wide queue of records logged for `logging` outside any call,
 /// which pylogsink's Python thread and the next call's return deliver.
 ///
+/// Whoever delivers it waits in [`wait`]; a record pushed or put back
+/// wakes it, without blocking the thread that logs.
+///
 /// A Fatal line writes what waits here to fd 2 as text, since an abort
 /// follows. So that no record is lost between a delivery that took it and
 /// the abort, a [`Fatal`] line stops new deliveries and waits (at most the
 /// stall wait) for the one under way, and a [`Delivery`] holds its records
 /// until they have been handed over.
 pub(crate) mod queue {
-    use super::{Batch, Pending, PendingRecord};
-    use crate::kept::CAP;
+    use super::{Batch, Pending, PendingRecord, CAP};
+    use crate::record::lock;
     use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering::SeqCst};
-    use std::sync::{Mutex, MutexGuard};
+    use std::sync::{Condvar, Mutex, MutexGuard};
     use std::time::{Duration, Instant};
 
     static QUEUE: Mutex<Pending> = Mutex::new(Pending::with_cap(CAP));
@@ -212,33 +209,67 @@ pub(crate) mod queue {
     /// Fatal lines being written.
     static FATAL: AtomicUsize = AtomicUsize::new(0);
 
-    fn lock() -> MutexGuard<'static, Pending> {
-        QUEUE.lock().unwrap_or_else(|e| e.into_inner())
+    /// Wakes whoever waits in [`wait`].
+    static WAKE: Condvar = Condvar::new();
+    static WAKE_LOCK: Mutex<()> = Mutex::new(());
+
+    fn queue() -> MutexGuard<'static, Pending> {
+        lock(&QUEUE)
     }
 
-    /// Adds a record.
-    pub fn push(record: PendingRecord) {
-        lock().push(record);
+    /// Adds a record, and wakes whoever delivers.
+    pub(crate) fn push(record: PendingRecord) {
+        queue().push(record);
         WAITING.store(true, SeqCst);
+        WAKE.notify_one();
+    }
+
+    /// Waits until records wait, `stop` says so, or `timeout` passes; true
+    /// if records wait and `stop` does not say so. A wake that comes between
+    /// the check and the wait is caught by the short timeout of each wait.
+    pub(crate) fn wait(timeout: Duration, stop: impl Fn() -> bool) -> bool {
+        let deadline = Instant::now() + timeout;
+        let mut guard = lock(&WAKE_LOCK);
+        loop {
+            if stop() {
+                return false;
+            }
+            if waiting() {
+                return true;
+            }
+            if Instant::now() >= deadline {
+                return false;
+            }
+            guard = WAKE
+                .wait_timeout(guard, Duration::from_millis(20))
+                .unwrap_or_else(|e| e.into_inner())
+                .0;
+        }
+    }
+
+    /// Wakes whoever waits in [`wait`], to look at `stop` again.
+    pub(crate) fn wake() {
+        WAKE.notify_all();
     }
 
     /// Whether records wait.
     #[inline]
-    pub fn waiting() -> bool {
+    pub(crate) fn waiting() -> bool {
         WAITING.load(SeqCst)
     }
 
     /// Puts back records that could not be delivered, before what came since.
-    pub fn put_back(batch: Batch) {
+    pub(crate) fn put_back(batch: Batch) {
         if !batch.is_empty() {
-            lock().put_back(batch);
+            queue().put_back(batch);
             WAITING.store(true, SeqCst);
+            WAKE.notify_one();
         }
     }
 
     /// Hands every record that waits to `f`, from a signal handler: the
     /// lock is only tried. Returns 1 if it was held, else 0.
-    pub fn visit(f: &mut dyn FnMut(&PendingRecord)) -> usize {
+    pub(crate) fn visit(f: &mut dyn FnMut(&PendingRecord)) -> usize {
         match QUEUE.try_lock() {
             Ok(queue) => {
                 queue.records().for_each(f);
@@ -249,21 +280,21 @@ pub(crate) mod queue {
     }
 
     /// Takes what waits, for whoever can no longer deliver it (the exit).
-    pub fn take_now() -> Batch {
+    pub(crate) fn take_now() -> Batch {
         if !WAITING.swap(false, SeqCst) {
             return Batch::default();
         }
-        lock().take()
+        queue().take()
     }
 
     /// Records taken out to be handed to `logging`; a Fatal line waits for
     /// them until this is dropped.
-    pub struct Delivery(pub Batch);
+    pub(crate) struct Delivery(pub Batch);
 
     impl Delivery {
         /// Takes what waits, unless a Fatal line is being written: then
         /// `None`, and the records stay for it.
-        pub fn start() -> Option<Delivery> {
+        pub(crate) fn start() -> Option<Delivery> {
             DELIVERING.fetch_add(1, SeqCst);
             if FATAL.load(SeqCst) > 0 {
                 DELIVERING.fetch_sub(1, SeqCst);
@@ -280,12 +311,12 @@ pub(crate) mod queue {
     }
 
     /// A Fatal line being written: no delivery starts until it is dropped.
-    pub struct Fatal(());
+    pub(crate) struct Fatal(());
 
     impl Fatal {
         /// Stops new deliveries and waits, at most `wait`, for those under
         /// way to finish.
-        pub fn begin(wait: Duration) -> Fatal {
+        pub(crate) fn begin(wait: Duration) -> Fatal {
             FATAL.fetch_add(1, SeqCst);
             let deadline = Instant::now() + wait;
             while DELIVERING.load(SeqCst) > 0 && Instant::now() < deadline {
@@ -295,7 +326,7 @@ pub(crate) mod queue {
         }
 
         /// Takes what waits.
-        pub fn take(&self) -> Batch {
+        pub(crate) fn take(&self) -> Batch {
             take_now()
         }
     }

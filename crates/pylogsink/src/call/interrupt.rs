@@ -1,0 +1,41 @@
+//! Interrupts: the exceptions that must reach the caller.
+//!
+//! Writing a call's lines through `sys.stderr.write`, or handing records to
+//! `logging`, runs Python code, and a signal handler may raise there (a
+//! `KeyboardInterrupt` from Ctrl-C). That exception is the user's, not a
+//! broken stream's: it must reach the caller once the lines are out, as
+//! the original exception object.
+
+use pyo3::exceptions::PyException;
+use pyo3::prelude::*;
+
+/// Whether an exception raised while the call's lines were written must
+/// reach the caller: a `BaseException` that is not an `Exception`
+/// (`KeyboardInterrupt`, `SystemExit`), or any exception raised by a
+/// Python signal handler. Other exceptions come from a broken stream, and
+/// the call's own result stands.
+pub(crate) fn is_interrupt(py: Python<'_>, err: &PyErr) -> bool {
+    !err.is_instance_of::<PyException>(py) || raised_in_signal_handler(py, err).unwrap_or(false)
+}
+
+/// Whether a frame of the exception's traceback runs a Python signal
+/// handler installed with `signal.signal`.
+fn raised_in_signal_handler(py: Python<'_>, err: &PyErr) -> PyResult<bool> {
+    let signal = py.import("signal")?;
+    let mut handlers = Vec::new();
+    for signum in signal.call_method0("valid_signals")?.try_iter()? {
+        let handler = signal.call_method1("getsignal", (signum?,))?;
+        if let Ok(code) = handler.getattr("__code__") {
+            handlers.push(code);
+        }
+    }
+    let mut tb = err.traceback(py).map(|tb| tb.into_any());
+    while let Some(frame) = tb {
+        let code = frame.getattr("tb_frame")?.getattr("f_code")?;
+        if handlers.iter().any(|h| h.is(&code)) {
+            return Ok(true);
+        }
+        tb = Some(frame.getattr("tb_next")?).filter(|next| !next.is_none());
+    }
+    Ok(false)
+}

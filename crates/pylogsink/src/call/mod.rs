@@ -1,0 +1,338 @@
+//! [`call`]: the boundary between Python and native code.
+//!
+//! Everything that touches Python happens here, at the two moments when the
+//! thread is known to hold the GIL and no native lock: when the outermost
+//! call starts (is `sys.stderr` the process's own?) and when it returns
+//! (write the lines it kept). The log function itself never touches Python.
+
+mod daemon;
+mod errors;
+mod interrupt;
+pub(crate) mod logging;
+mod stderr;
+
+pub use errors::error;
+pub use stderr::stderr_check;
+
+use crate::control::stall::exit_wait;
+use crate::control::{stall_wait, to_logging};
+use crate::core::queue::{queue_pending, queue_pending_as_text, write_fd2, write_queue};
+use crate::core::registry::write_everything;
+use crate::core::stats::count_noted;
+use crate::core::thread::{ThreadState, THREAD};
+use crate::dest::pending::queue;
+use crate::dest::route::{return_plan, ReturnPlan};
+use crate::dest::{Sink, Taken};
+use daemon::avoid_python;
+use interrupt::is_interrupt;
+use pyo3::exceptions::PyOverflowError;
+use pyo3::prelude::*;
+use pyo3::types::{PyCFunction, PyString};
+use std::panic::AssertUnwindSafe;
+use std::sync::Once;
+use std::time::Duration;
+use stderr::{stderr_is_own, surviving_fd};
+
+/// Runs one binding call from Python into native code.
+///
+/// Wrap the body of every `#[pyfunction]` and `#[pymethods]` method that
+/// may log. Lines logged during `f`, on this thread, follow the routing
+/// rules: to fd 2 at once while `sys.stderr` is the process's own, kept and
+/// written through `sys.stderr.write` when the outermost call returns once
+/// it was replaced. Nested calls join the outermost one, and so does a part
+/// of `f` that releases the GIL.
+///
+/// It is a function and not a guard object so that an exception raised
+/// while the call's lines are written (a `KeyboardInterrupt` from Ctrl-C)
+/// can reach the caller: it is returned instead of `f`'s result, with `f`'s
+/// own error, if any, as its `__context__`.
+///
+/// It is [`call_enter`], `f`, then [`call_exit`].
+///
+/// ```no_run
+/// use pyo3::prelude::*;
+///
+/// #[pyfunction]
+/// fn load(py: Python<'_>, path: &str) -> PyResult<usize> {
+///     pylogsink::call(py, || {
+///         log::info!("loading {path}");
+///         Ok(path.len())
+///     })
+/// }
+/// ```
+#[inline]
+pub fn call<T>(py: Python<'_>, f: impl FnOnce() -> PyResult<T>) -> PyResult<T> {
+    register_exit_flush(py);
+    let mut f = Some(f);
+    // One thread-local access for the whole call: enter, run, leave.
+    let run = |t: &ThreadState| {
+        enter(py, t);
+        let result = std::panic::catch_unwind(AssertUnwindSafe(f.take().expect("runs once")));
+        match (t.leave(), result) {
+            // Most calls: nothing to write, no panic.
+            (left, Ok(result)) if !must_write(left) => result,
+            (left, result) => return_after_writing(py, left, result),
+        }
+    };
+    match THREAD.try_with(run) {
+        Ok(result) => result,
+        // The thread is being torn down: there is no call state to keep.
+        Err(_) => f.take().expect("not run yet")(),
+    }
+}
+
+/// The end of a [`call`] that has lines or records to write, or panicked:
+/// writes them, then resumes the panic, or returns `result`, or the
+/// exception raised while they were written with `result`'s error as its
+/// `__context__`.
+#[cold]
+#[inline(never)]
+fn return_after_writing<T>(
+    py: Python<'_>,
+    left: Option<(Sink, bool)>,
+    result: std::thread::Result<PyResult<T>>,
+) -> PyResult<T> {
+    let written = leave(py, left);
+    let result = match result {
+        Ok(result) => result,
+        // The lines kept so far were written, as at any return; the panic
+        // goes on, to become PyO3's PanicException.
+        Err(panic) => std::panic::resume_unwind(panic),
+    };
+    match written {
+        Ok(()) => result,
+        Err(interrupt) => {
+            if let Err(own) = result {
+                interrupt.set_context(py, Some(own));
+            }
+            Err(interrupt)
+        }
+    }
+}
+
+/// Steps into a call: the first half of [`call`], for code that cannot
+/// pass a closure (a C ABI, a scope object).
+///
+/// Every `call_enter` must be matched by one [`call_exit`] on the same
+/// thread, with the GIL held at both; between them the thread may release
+/// the GIL and take native locks, as inside [`call`]. Nested pairs join the
+/// outermost one. A thread being torn down has no call state: then both
+/// do nothing.
+///
+/// ```no_run
+/// use pyo3::prelude::*;
+///
+/// // A binding whose entry and exit are two separate places (a scope object,
+/// // a C ABI): the two halves of `call`.
+/// fn binding(py: Python<'_>) -> PyResult<()> {
+///     pylogsink::call_enter(py);
+///     log::info!("inside the call");
+///     pylogsink::call_exit(py)
+/// }
+/// ```
+pub fn call_enter(py: Python<'_>) {
+    register_exit_flush(py);
+    let _ = THREAD.try_with(|t| enter(py, t));
+}
+
+/// Steps out of a call: the second half of [`call`]. Leaving the
+/// outermost call writes the lines it kept (through `sys.stderr.write`, or
+/// to fd 2 with the GIL released) and hands records over to `logging`.
+///
+/// Returns the exception that reached Python while the lines were written
+/// (a `KeyboardInterrupt`, or an exception a signal handler raised), which
+/// the binding must raise in place of its own result; an error of the
+/// stream itself never comes back here (the lines go to fd 2 then). Must
+/// follow a [`call_enter`] on the same thread, with the GIL held; an
+/// unmatched `call_exit` does nothing.
+///
+/// Shown in the [`call_enter`] example.
+pub fn call_exit(py: Python<'_>) -> PyResult<()> {
+    match THREAD.try_with(ThreadState::leave) {
+        Ok(left) => leave(py, left),
+        Err(_) => Ok(()),
+    }
+}
+
+/// Steps `t` into a call; the outermost one looks at `sys.stderr`.
+#[inline(always)]
+fn enter(py: Python<'_>, t: &ThreadState) {
+    let outermost = t.enter(|| stderr_is_own(py), || surviving_fd(py));
+    if outermost && to_logging() {
+        logging::on_call_entry(py);
+    }
+}
+
+/// After [`ThreadState::leave`]: if that left the outermost call, writes
+/// what waits. The exception raised meanwhile, if any.
+#[inline]
+fn leave(py: Python<'_>, left: Option<(Sink, bool)>) -> PyResult<()> {
+    match left {
+        Some((sink, _)) if must_write(left) => write_at_return(py, sink).map_or(Ok(()), Err),
+        _ => Ok(()),
+    }
+}
+
+/// Whether [`ThreadState::leave`] left the outermost call, with lines or
+/// records that may wait: the call's own, or the process-wide queue's.
+#[inline(always)]
+fn must_write(left: Option<(Sink, bool)>) -> bool {
+    match left {
+        Some((_, waiting)) => waiting || queue_pending() || queue::waiting(),
+        None => false,
+    }
+}
+
+/// Registers, once per process, a Python `atexit` function that writes
+/// every line still kept or queued to fd 2 while the interpreter is whole,
+/// with the GIL released while it waits for room.
+#[inline]
+fn register_exit_flush(py: Python<'_>) {
+    static REGISTERED: Once = Once::new();
+    REGISTERED.call_once(|| {
+        let flush = PyCFunction::new_closure(py, Some(c"pylogsink_exit_flush"), None, |args, _| {
+            let py = args.py();
+            // Records for `logging` first, while Python can take them.
+            logging::at_exit(py);
+            py.detach(|| write_everything(exit_wait()));
+        });
+        let registered = flush.and_then(|f| py.import("atexit")?.call_method1("register", (f,)));
+        if let Err(err) = registered {
+            // The C atexit hook still writes what it can.
+            err.write_unraisable(py, None);
+        }
+    });
+}
+
+/// Writes what the call kept, and what waits in the process-wide queue,
+/// then hands the records that wait for `logging` over. Returns an
+/// exception raised by a signal handler during the write, or by a handler.
+fn write_at_return(py: Python<'_>, sink: Sink) -> Option<PyErr> {
+    let written = write_text_at_return(py, sink);
+    let delivered = deliver_at_return(py);
+    written.or(delivered)
+}
+
+/// Hands the records for `logging` over: the call's, and those logged
+/// outside any call. Where this thread must avoid Python (the daemon rule)
+/// they go to fd 2 as text.
+fn deliver_at_return(py: Python<'_>) -> Option<PyErr> {
+    let own = THREAD.with(|t| t.pending_any());
+    if !own && !queue::waiting() {
+        return None;
+    }
+    if avoid_python(py) {
+        let own = THREAD.with(|t| t.take_pending());
+        queue_pending_as_text(&own);
+        write_fd2(Taken::default(), Duration::ZERO);
+        return None;
+    }
+    logging::deliver_at_return(py)
+}
+
+/// Writes what the call kept as text, and the process-wide queue.
+fn write_text_at_return(py: Python<'_>, sink: Sink) -> Option<PyErr> {
+    let taken = THREAD.with(|t| t.take_kept());
+    let avoid_python = avoid_python(py);
+    match return_plan(sink, avoid_python) {
+        ReturnPlan::ThroughPython => {
+            if queue_pending() {
+                py.detach(|| write_queue(stall_wait()));
+            }
+            match write_through_python(py, &taken.text) {
+                Written::All => {
+                    count_noted(&taken);
+                    None
+                }
+                Written::ButFlushFailed(err) => {
+                    count_noted(&taken);
+                    is_interrupt(py, &err).then_some(err)
+                }
+                Written::NoStream => {
+                    write_fd2_detached(py, taken);
+                    None
+                }
+                Written::Failed(err) => {
+                    // A repeat is better than a loss: the write may have
+                    // failed part way, so everything goes to fd 2 too.
+                    write_fd2_detached(py, taken);
+                    is_interrupt(py, &err).then_some(err)
+                }
+            }
+        }
+        ReturnPlan::Fd2Detached => {
+            write_fd2_detached(py, taken);
+            None
+        }
+        ReturnPlan::Fd2NoWait => {
+            write_fd2(taken, Duration::ZERO);
+            None
+        }
+    }
+}
+
+/// Writes the queue and then `taken` to fd 2 with the GIL released, so a
+/// Python thread that drains fd 2 can run; what still finds no room after
+/// the stall wait joins the queue.
+fn write_fd2_detached(py: Python<'_>, taken: Taken) {
+    py.detach(|| write_fd2(taken, stall_wait()));
+}
+
+/// How a write through `sys.stderr` went.
+enum Written {
+    /// `write` and `flush` returned (whatever they returned).
+    All,
+    /// `write` returned, `flush` raised: the lines were handed over.
+    ButFlushFailed(PyErr),
+    /// `sys.stderr` is `None`.
+    NoStream,
+    /// Looking up or calling `write` raised.
+    Failed(PyErr),
+}
+
+/// Writes through `sys.stderr.write`, then `flush`, marking the thread as
+/// writing so that a writer that calls back into the extension cannot
+/// recurse (see [`entry_sink`](crate::dest::route::entry_sink)).
+fn write_through_python(py: Python<'_>, text: &[u8]) -> Written {
+    if text.is_empty() {
+        return Written::All;
+    }
+    let stderr = match py.import("sys").and_then(|sys| sys.getattr("stderr")) {
+        Ok(stderr) if !stderr.is_none() => stderr,
+        Ok(_) => return Written::NoStream,
+        Err(err) => return Written::Failed(err),
+    };
+    let text = match decode_to_str(py, text) {
+        Ok(text) => text,
+        Err(err) => return Written::Failed(err),
+    };
+    THREAD.with(|t| t.writing_kept.set(true));
+    let written = match stderr.call_method1("write", (text,)) {
+        Err(err) => Written::Failed(err),
+        Ok(_) => match stderr.call_method0("flush") {
+            Ok(_) => Written::All,
+            Err(err) => Written::ButFlushFailed(err),
+        },
+    };
+    THREAD.with(|t| t.writing_kept.set(false));
+    written
+}
+
+/// The kept lines as a Python `str`, decoded by CPython itself in one
+/// pass: `bytes.decode("utf-8", "backslashreplace")`, which a record's
+/// bytes always pass unchanged (the formatter writes valid UTF-8 only).
+fn decode_to_str<'py>(py: Python<'py>, text: &[u8]) -> PyResult<Bound<'py, PyString>> {
+    let len = isize::try_from(text.len()).map_err(|e| PyOverflowError::new_err(e.to_string()))?;
+    // SAFETY: the GIL is held (`py`); `text` is a live slice of `len`
+    // bytes that CPython only reads, and the error handler's name is a
+    // NUL-terminated string. The call returns a new reference or NULL with
+    // an exception set, which `from_owned_ptr_or_err` takes over.
+    unsafe {
+        let decoded = pyo3::ffi::PyUnicode_DecodeUTF8(
+            text.as_ptr().cast(),
+            len,
+            c"backslashreplace".as_ptr(),
+        );
+        Ok(Bound::from_owned_ptr_or_err(py, decoded)?.cast_into_unchecked())
+    }
+}

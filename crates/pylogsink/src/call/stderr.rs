@@ -1,0 +1,279 @@
+//! Is `sys.stderr` the process's own? Asked at every outermost call.
+//!
+//! The answer picks the route of every line of the call: to fd 2 at once,
+//! or kept for a replaced stream (pytest's capture, Jupyter's cell,
+//! `redirect_stderr`). It must cost next to nothing, and run no Python code
+//! (which could hand the GIL away).
+
+use pyo3::prelude::*;
+use std::sync::{Mutex, OnceLock};
+
+/// `sys.__dict__` and the interned names looked up in it, as addresses.
+/// The sys module, its dict and interned strings live as long as the
+/// interpreter; PyO3 extensions run in one interpreter, started once.
+struct SysNames {
+    dict: usize,
+    stderr: usize,
+    own_stderr: usize,
+    /// Whether a dict watcher on `sys.__dict__` keeps the answer.
+    watched: bool,
+}
+
+/// `sys.__dict__` and the names, found (and the dict watched, where it
+/// can be) at the first call.
+fn sys_names(py: Python<'_>) -> &'static SysNames {
+    static NAMES: OnceLock<SysNames> = OnceLock::new();
+    NAMES.get_or_init(|| {
+        // SAFETY: the `Python` token proves this thread holds the GIL, which
+        // all these functions require. `PyImport_AddModule` and
+        // `PyModule_GetDict` return borrowed references to objects that live
+        // as long as the interpreter; the interned strings are new
+        // references kept for good.
+        let (dict, stderr, own_stderr) = unsafe {
+            use pyo3::ffi::*;
+            (
+                PyModule_GetDict(PyImport_AddModule(c"sys".as_ptr())),
+                PyUnicode_InternFromString(c"stderr".as_ptr()),
+                PyUnicode_InternFromString(c"__stderr__".as_ptr()),
+            )
+        };
+        SysNames {
+            dict: dict as usize,
+            stderr: stderr as usize,
+            own_stderr: own_stderr as usize,
+            watched: watch::start(py, dict, stderr, own_stderr),
+        }
+    })
+}
+
+/// `sys.stderr is sys.__stderr__`. Where a dict watcher on `sys.__dict__`
+/// keeps the answer (CPython 3.12+, a version-specific build), one load;
+/// else two borrowed dict lookups of interned names: a few nanoseconds,
+/// and no Python code runs.
+#[inline]
+pub(crate) fn stderr_is_own(py: Python<'_>) -> bool {
+    if let Some(own) = watch::known() {
+        return own;
+    }
+    stderr_is_own_looked_up(py)
+}
+
+/// [`stderr_is_own`] by the two lookups; kept for the next calls where the
+/// watcher will tell when it changes. Rare there, and every outermost
+/// call's path elsewhere.
+#[cfg_attr(all(Py_3_12, not(Py_LIMITED_API), not(Py_GIL_DISABLED)), cold)]
+fn stderr_is_own_looked_up(py: Python<'_>) -> bool {
+    let names = sys_names(py);
+    let lookup = |key: usize| {
+        // SAFETY: the GIL is held (the `Python` token) and both pointers are
+        // live (see `sys_names`); `PyDict_GetItemWithError` returns a
+        // borrowed reference or NULL, which is only compared, never
+        // dereferenced. With a dict and a str key it cannot raise: no error
+        // is left set.
+        unsafe { pyo3::ffi::PyDict_GetItemWithError(names.dict as *mut _, key as *mut _) }
+    };
+    let own = lookup(names.stderr) == lookup(names.own_stderr);
+    if names.watched {
+        watch::keep(own);
+    }
+    own
+}
+
+/// How a call's entry learns whether `sys.stderr` is the process's own:
+/// `"dict watcher"` where a watcher on `sys.__dict__` keeps the answer
+/// between changes of `sys.stderr` or `sys.__stderr__` (CPython 3.12 and
+/// later, built for that version, not free-threaded, and a watcher slot
+/// was free), `"lookup"` where each outermost call looks both up (the
+/// stable ABI, older versions). For benchmarks and tests.
+pub fn stderr_check(py: Python<'_>) -> &'static str {
+    if sys_names(py).watched {
+        "dict watcher"
+    } else {
+        "lookup"
+    }
+}
+
+/// The dict watcher on `sys.__dict__` (CPython 3.12+, not the limited API,
+/// not free-threaded): a process-wide answer to "is `sys.stderr` the
+/// process's own", set at a call's entry and cleared by the watcher when
+/// `sys.stderr` or `sys.__stderr__` is about to change. Both run with the
+/// GIL held, so neither sees the other half done. A watcher is called
+/// before the dict changes: it only clears the answer, and the next entry
+/// looks the new values up.
+#[cfg(all(Py_3_12, not(Py_LIMITED_API), not(Py_GIL_DISABLED)))]
+mod watch {
+    use pyo3::ffi::{PyObject, PyUnicode_Check, PyUnicode_CompareWithASCIIString};
+    use pyo3::prelude::*;
+    use std::os::raw::c_int;
+    use std::sync::atomic::{AtomicU8, AtomicUsize, Ordering::Relaxed};
+
+    const UNKNOWN: u8 = 0;
+    const OWN: u8 = 1;
+    const REPLACED: u8 = 2;
+
+    /// The answer while `sys.stderr` and `sys.__stderr__` are unchanged.
+    static KNOWN: AtomicU8 = AtomicU8::new(UNKNOWN);
+    /// The interned "stderr" and "__stderr__", for the watcher's compare.
+    static STDERR: AtomicUsize = AtomicUsize::new(0);
+    static OWN_STDERR: AtomicUsize = AtomicUsize::new(0);
+
+    // `PyDict_WatchEvent` (Include/cpython/dictobject.h, 3.12 and 3.13).
+    const ADDED: c_int = 0;
+    const MODIFIED: c_int = 1;
+    const DELETED: c_int = 2;
+
+    type DictWatchCallback = unsafe extern "C" fn(
+        event: c_int,
+        dict: *mut PyObject,
+        key: *mut PyObject,
+        new_value: *mut PyObject,
+    ) -> c_int;
+
+    // SAFETY: the declaration of CPython's `PyDict_AddWatcher`
+    // (Include/cpython/dictobject.h, 3.12+), which pyo3-ffi 0.30 skips:
+    // `int PyDict_AddWatcher(PyDict_WatchCallback callback)`, the callback
+    // taking the `PyDict_WatchEvent` enum (an int) and three object
+    // pointers. Built only for CPython 3.12+ (`Py_3_12`), where libpython
+    // has the symbol.
+    extern "C" {
+        fn PyDict_AddWatcher(callback: DictWatchCallback) -> c_int;
+    }
+
+    /// The answer kept, if any.
+    #[inline]
+    pub(super) fn known() -> Option<bool> {
+        match KNOWN.load(Relaxed) {
+            OWN => Some(true),
+            REPLACED => Some(false),
+            _ => None,
+        }
+    }
+
+    /// Keeps the answer looked up at a call's entry, with the GIL held.
+    pub(super) fn keep(own: bool) {
+        KNOWN.store(if own { OWN } else { REPLACED }, Relaxed);
+    }
+
+    /// Watches `sys.__dict__`; false (the lookup at each call stays) if the
+    /// interpreter has no watcher slot left (it has 8) or watching failed.
+    pub(super) fn start(
+        py: Python<'_>,
+        dict: *mut PyObject,
+        stderr: *mut PyObject,
+        own_stderr: *mut PyObject,
+    ) -> bool {
+        STDERR.store(stderr as usize, Relaxed);
+        OWN_STDERR.store(own_stderr as usize, Relaxed);
+        // SAFETY: the GIL is held (the `Python` token). `on_sys_dict_event`
+        // has the signature of `PyDict_WatchCallback` and lives as long as
+        // the process; `dict` is `sys.__dict__`, a live dict (see
+        // `sys_names`); `id` is the watcher just added. On failure these
+        // functions set an exception, which `PyErr::take` clears.
+        let watched = unsafe {
+            let id = PyDict_AddWatcher(on_sys_dict_event);
+            if id >= 0 && pyo3::ffi::PyDict_Watch(id, dict) != 0 {
+                pyo3::ffi::PyDict_ClearWatcher(id);
+                false
+            } else {
+                id >= 0
+            }
+        };
+        if !watched {
+            drop(PyErr::take(py));
+        }
+        watched
+    }
+
+    /// Called by CPython, with the GIL held, before `sys.__dict__` changes.
+    unsafe extern "C" fn on_sys_dict_event(
+        event: c_int,
+        _dict: *mut PyObject,
+        key: *mut PyObject,
+        _new_value: *mut PyObject,
+    ) -> c_int {
+        let names_stderr = match event {
+            // SAFETY: for these events CPython passes the key, a live
+            // object, and holds the GIL.
+            ADDED | MODIFIED | DELETED => unsafe { is_stderr_name(key) },
+            // Cloned, cleared, deallocated, or an event of a later version.
+            _ => true,
+        };
+        if names_stderr {
+            KNOWN.store(UNKNOWN, Relaxed);
+        }
+        0
+    }
+
+    /// Whether `key` is "stderr" or "__stderr__"; true for a key that is
+    /// not a str, which could compare equal to one in a way only Python
+    /// knows. Must be called with the GIL held and a live `key`.
+    unsafe fn is_stderr_name(key: *mut PyObject) -> bool {
+        let key_address = key as usize;
+        if key_address == STDERR.load(Relaxed) || key_address == OWN_STDERR.load(Relaxed) {
+            return true;
+        }
+        if key.is_null() {
+            return true;
+        }
+        // SAFETY: the caller holds the GIL and `key` is live and not NULL;
+        // `PyUnicode_CompareWithASCIIString` does not raise.
+        unsafe {
+            PyUnicode_Check(key) == 0
+                || PyUnicode_CompareWithASCIIString(key, c"stderr".as_ptr()) == 0
+                || PyUnicode_CompareWithASCIIString(key, c"__stderr__".as_ptr()) == 0
+        }
+    }
+}
+
+/// Where the dict watcher cannot be used: no answer is kept, each
+/// outermost call looks `sys.stderr` up.
+#[cfg(not(all(Py_3_12, not(Py_LIMITED_API), not(Py_GIL_DISABLED))))]
+mod watch {
+    use pyo3::ffi::PyObject;
+    use pyo3::prelude::*;
+
+    #[inline]
+    pub(super) fn known() -> Option<bool> {
+        None
+    }
+
+    pub(super) fn keep(_own: bool) {}
+
+    pub(super) fn start(
+        _py: Python<'_>,
+        _dict: *mut PyObject,
+        _stderr: *mut PyObject,
+        _own_stderr: *mut PyObject,
+    ) -> bool {
+        false
+    }
+}
+
+/// The descriptor of a replaced `sys.stderr` that outlives fd 2's reader,
+/// where the crash handler writes the call's lines, or -1 (fd 2). In
+/// ipykernel, fd 2 is a pipe that a thread of the kernel drains, a thread
+/// that dies with the process; its `sys.stderr.fileno()` is the copy of the
+/// kernel's original stderr it made first. A stream on a file gives that
+/// file's descriptor; an in-memory one (pytest's, `io.StringIO`) none.
+/// Asked of Python once per `sys.stderr` object: the answer is kept with a
+/// reference to the object, so that its address cannot name another.
+#[cold]
+#[inline(never)]
+pub(crate) fn surviving_fd(py: Python<'_>) -> i32 {
+    static LAST: Mutex<Option<(Py<PyAny>, i32)>> = Mutex::new(None);
+    let Ok(stderr) = py.import("sys").and_then(|sys| sys.getattr("stderr")) else {
+        return -1;
+    };
+    let mut last = LAST.lock().unwrap_or_else(|e| e.into_inner());
+    match &*last {
+        Some((known, fd)) if known.is(&stderr) => *fd,
+        _ => {
+            let fd = stderr
+                .call_method0("fileno")
+                .and_then(|fd| fd.extract::<i32>())
+                .unwrap_or(-1);
+            *last = Some((stderr.unbind(), fd));
+            fd
+        }
+    }
+}

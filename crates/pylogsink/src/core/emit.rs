@@ -1,0 +1,344 @@
+//! The log function's path: from a record that passed the filter to fd 2,
+//! a call's buffer, or the queue.
+//!
+//! It may run on any thread, with or without the GIL, under any native
+//! lock. So it never calls into Python, never takes the GIL and never waits
+//! for fd 2 longer than the stall wait. A record takes one thread-local
+//! access: its thread's state says which call it joins and holds the
+//! formatter; the decision itself is [`route`]'s.
+
+use super::queue::{queue_pending, write_direct};
+use super::shared::Shared;
+use super::stats::EMITTED_ELSEWHERE;
+use super::thread::{identity, Joined, ThreadState, THREAD};
+use crate::control::{stall_wait, to_logging};
+use crate::dest::fd;
+use crate::dest::pending::{self, PendingRecord};
+use crate::dest::route::{route, Route, Sink};
+use crate::record::fields::message_text;
+use crate::record::format::{now_since_epoch, Formatter, Text, SCRATCH_MAX};
+use crate::record::{color, lock, Level, Record};
+use std::sync::atomic::Ordering;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+/// Routes one record that the filter let through.
+#[inline]
+pub(crate) fn emit_record(record: &Record<'_>) {
+    emit_text(record, Text::Bytes(record.message));
+}
+
+/// Routes one record that the filter let through, whose message is
+/// `args` (`record.message` is not read): the `log` front end's way in,
+/// which formats the message straight into the line.
+#[inline]
+pub(crate) fn emit_args(record: &Record<'_>, args: std::fmt::Arguments<'_>) {
+    // A message with no arguments is its own text: nothing to format.
+    if let Some(text) = args.as_str() {
+        return emit_record(&Record {
+            message: text.as_bytes(),
+            ..*record
+        });
+    }
+    if (to_logging() && record.level != Level::Fatal) || record.fields.is_some() {
+        // Records for `logging` keep their message apart, and an Error
+        // record's fields join the message its exception shows.
+        let message = args.to_string();
+        return emit_record(&Record {
+            message: message.as_bytes(),
+            ..*record
+        });
+    }
+    emit_text(record, Text::Args(args));
+}
+
+#[inline(always)]
+fn emit_text(record: &Record<'_>, text: Text<'_>) {
+    let now = now_since_epoch();
+    if to_logging() && record.level != Level::Fatal {
+        return keep_for_logging(record, UNIX_EPOCH + now);
+    }
+    let level = record.level;
+    let routed = THREAD.try_with(|t| {
+        t.count(level);
+        let joined = t.joined();
+        let mut borrowed = t.formatter.try_borrow_mut();
+        let mut spare;
+        let formatter: &mut Formatter = match &mut borrowed {
+            Ok(formatter) => formatter,
+            // A record logged while this thread formats another: from a
+            // `Display` that logs, or from a signal handler.
+            Err(_) => {
+                spare = Formatter::new();
+                &mut spare
+            }
+        };
+        let to_fd2 = joined.sink != Sink::Replaced;
+        let color = color::use_color(color::choice(), to_fd2, fd::stderr_is_terminal);
+        let (line, message) = formatter.format(now, record, text, color);
+        match (record.fields, level >= Level::Error) {
+            // What an exception shows of an Error record: with its span
+            // context and fields.
+            (Some(fields), true) => {
+                let mut with_fields = Vec::new();
+                message_text(&mut with_fields, message, Some(fields));
+                route_line(t, &joined, level, &with_fields, line);
+            }
+            _ => route_line(t, &joined, level, message, line),
+        }
+        formatter.shrink(SCRATCH_MAX);
+    });
+    if routed.is_err() {
+        // The thread is being torn down: it is outside any call.
+        EMITTED_ELSEWHERE.add(level, 1);
+        let color = color::use_color(color::choice(), true, fd::stderr_is_terminal);
+        let mut formatter = Formatter::new();
+        let (line, _) = formatter.format(now, record, text, color);
+        write_direct(Sink::Outside, line, stall_wait(), |_, _| {});
+    }
+}
+
+/// Keeps a record for `logging`: in the buffer of the call it joins,
+/// delivered at that call's return, or outside any call in the
+/// process-wide queue, which pylogsink's own Python thread delivers.
+fn keep_for_logging(record: &Record<'_>, now: SystemTime) {
+    let kept = THREAD.try_with(|t| {
+        t.count(record.level);
+        let pending = PendingRecord::new(record, now, t.identity());
+        let joined = t.joined();
+        match joined.sink {
+            Sink::Outside => Some(pending),
+            _ => {
+                let call = joined.call(t);
+                if record.level >= Level::Error {
+                    call.collect_error(pending.message.as_bytes());
+                }
+                call.keep_pending(pending, joined.attached_to())
+            }
+        }
+    });
+    let outside = match kept {
+        Ok(outside) => outside,
+        Err(_) => {
+            EMITTED_ELSEWHERE.add(record.level, 1);
+            Some(PendingRecord::new(record, now, identity()))
+        }
+    };
+    if let Some(pending) = outside {
+        pending::queue::push(pending);
+    }
+}
+
+/// Routes one formatted line (`record`; `message` is what an exception
+/// shows of it) by the table in [`route`].
+#[inline(always)]
+fn route_line(t: &ThreadState, joined: &Joined, level: Level, message: &[u8], record: &[u8]) {
+    let (call, sink, worker) = (joined.call(t), joined.sink, joined.attached_to());
+    if sink != Sink::Outside && level >= Level::Error {
+        call.collect_error(message);
+    }
+    let keep = |rest: &[u8], is_rest: bool| call.keep(rest, is_rest, worker);
+    match route(level, sink, queue_pending()) {
+        Route::Keep => keep(record, false),
+        Route::Direct { wait } => {
+            let wait = if wait { stall_wait() } else { Duration::ZERO };
+            if sink == Sink::Stalled {
+                if !call.write_kept(Duration::ZERO) {
+                    return keep(record, false);
+                }
+                call.set_sink(Sink::Own);
+            }
+            write_direct(sink, record, wait, |rest, is_rest| {
+                call.set_sink(Sink::Stalled);
+                keep(rest, is_rest);
+            });
+        }
+        Route::Fatal => fatal(call, sink, record, keep),
+    }
+}
+
+/// Writes a fatal line: what waits for `logging` (outside any call first,
+/// then the call's) as text, then the call's kept lines, then the line.
+#[cold]
+#[inline(never)]
+fn fatal(call: &Shared, sink: Sink, record: &[u8], keep: impl FnOnce(&[u8], bool)) {
+    let fatal = pending::queue::Fatal::begin(stall_wait());
+    let mut waiting = fatal.take().to_text();
+    if call.pending_any.load(Ordering::Relaxed) {
+        call.pending_any.store(false, Ordering::Relaxed);
+        waiting.extend(lock(&call.pending).take().to_text());
+    }
+    fd::write_with_room(fd::stderr(), &waiting, stall_wait());
+    call.write_kept(stall_wait());
+    write_direct(sink, record, stall_wait(), keep);
+}
+
+#[cfg(test)]
+mod tests {
+    //! The routing table, run against a pipe of the test's own in place of
+    //! fd 2: no Python, and the test runner's fd 2 untouched.
+
+    use super::*;
+    use crate::core::queue::write_queue;
+    use crate::core::stats::left_out;
+    use crate::core::testing::{messages, Pipe};
+    use crate::core::worker::Call;
+
+    fn log(level: Level, message: &str) {
+        emit_record(&Record {
+            level,
+            target: "rt",
+            file: "rt.rs",
+            line: 1,
+            message: message.as_bytes(),
+            fields: None,
+        });
+    }
+
+    fn in_call<T>(stderr_is_own: bool, f: impl FnOnce() -> T) -> (T, Option<(Sink, bool)>) {
+        THREAD.with(|t| assert!(t.enter(|| stderr_is_own, || -1)));
+        let result = f();
+        (result, THREAD.with(ThreadState::leave))
+    }
+
+    #[test]
+    fn own_stderr_in_a_call_is_direct() {
+        let pipe = Pipe::new();
+        let (seen, left) = in_call(true, || {
+            log(Level::Info, "one");
+            pipe.read()
+        });
+        assert_eq!(messages(&seen), ["one"], "written before the call returned");
+        assert_eq!(left, Some((Sink::Own, false)), "nothing kept");
+    }
+
+    #[test]
+    fn a_replaced_stderr_keeps_until_the_return() {
+        let pipe = Pipe::new();
+        let (seen, left) = in_call(false, || {
+            log(Level::Info, "one");
+            log(Level::Warn, "two");
+            pipe.read()
+        });
+        assert_eq!(seen, "");
+        assert_eq!(left, Some((Sink::Replaced, true)));
+        let kept = THREAD.with(ThreadState::take_kept);
+        let kept = String::from_utf8(kept.text).unwrap();
+        assert_eq!(messages(&kept), ["one", "two"]);
+    }
+
+    #[test]
+    fn a_stalled_call_keeps_then_writes_its_lines_first_once_there_is_room() {
+        let pipe = Pipe::new();
+        let ((), left) = in_call(true, || {
+            pipe.fill();
+            let started = std::time::Instant::now();
+            log(Level::Info, "stalled");
+            assert!(
+                started.elapsed() >= Duration::from_millis(20),
+                "waited the stall wait"
+            );
+            let sink = THREAD.with(|t| t.shared.sink());
+            assert_eq!(sink, Sink::Stalled, "the call stalled");
+            let started = std::time::Instant::now();
+            log(Level::Info, "kept");
+            assert!(
+                started.elapsed() < Duration::from_millis(20),
+                "no second wait"
+            );
+            let drained = pipe.read();
+            assert_eq!(drained.len(), 4096, "only the filler was in the pipe");
+            log(Level::Info, "direct again");
+            let after = pipe.read();
+            assert_eq!(messages(&after), ["stalled", "kept", "direct again"]);
+            assert_eq!(THREAD.with(|t| t.shared.sink()), Sink::Own);
+        });
+        assert_eq!(left, Some((Sink::Own, false)));
+    }
+
+    #[test]
+    fn a_fatal_line_comes_after_the_kept_lines() {
+        let pipe = Pipe::new();
+        let (seen, _) = in_call(false, || {
+            log(Level::Info, "kept first");
+            log(Level::Error, "kept second");
+            assert_eq!(pipe.read(), "");
+            log(Level::Fatal, "about to abort");
+            pipe.read()
+        });
+        assert_eq!(
+            messages(&seen),
+            ["kept first", "kept second", "about to abort"]
+        );
+    }
+
+    #[test]
+    fn outside_a_call_no_room_queues_and_the_queue_goes_first() {
+        let pipe = Pipe::new();
+        pipe.fill();
+        log(Level::Info, "queued");
+        assert!(queue_pending(), "the line waits in the queue");
+        let started = std::time::Instant::now();
+        log(Level::Info, "queued too");
+        assert!(
+            started.elapsed() < Duration::from_millis(20),
+            "behind a queue, no wait"
+        );
+        assert_eq!(pipe.read().len(), 4096);
+        log(Level::Info, "after");
+        assert_eq!(messages(&pipe.read()), ["queued", "queued too", "after"]);
+        assert!(!queue_pending());
+    }
+
+    #[test]
+    fn a_worker_of_a_call_that_ended_logs_as_outside_any_call() {
+        let pipe = Pipe::new();
+        let (handle, _) = in_call(false, || {
+            let handle = Call::current().expect("in a call");
+            let h = handle.clone();
+            std::thread::spawn(move || h.attach(|| log(Level::Info, "for the call")))
+                .join()
+                .unwrap();
+            assert_eq!(pipe.read(), "", "kept with the call's lines");
+            handle
+        });
+        let kept = String::from_utf8(THREAD.with(ThreadState::take_kept).text).unwrap();
+        assert_eq!(messages(&kept), ["for the call"]);
+        assert!(!handle.is_live());
+        std::thread::spawn(move || handle.attach(|| log(Level::Info, "after the return")))
+            .join()
+            .unwrap();
+        assert_eq!(messages(&pipe.read()), ["after the return"]);
+    }
+
+    #[test]
+    fn counts_match_what_was_logged_and_left_out() {
+        let pipe = Pipe::new();
+        let before = crate::stats();
+        let left_out_before = left_out();
+        let (_, _) = in_call(false, || {
+            for i in 0..2000 {
+                log(Level::Debug, &format!("line {i:04} {}", "x".repeat(60)));
+            }
+        });
+        let taken = THREAD.with(ThreadState::take_kept);
+        assert!(taken.left_out_lines > 0, "more than 64 KiB waited");
+        let kept = taken.lines;
+        assert_eq!(kept + taken.left_out_lines, 2000);
+        crate::core::queue::write_fd2(taken, Duration::from_millis(20));
+        // The pipe holds one page: drain it while the queue writes the rest.
+        let mut written = pipe.read();
+        while queue_pending() {
+            write_queue(Duration::from_millis(20));
+            written.push_str(&pipe.read());
+        }
+        assert!(written.starts_with("[pylogsink] "), "the note first");
+        let after = crate::stats();
+        assert_eq!(
+            after.by_level[Level::Debug as usize],
+            before.by_level[Level::Debug as usize] + 2000
+        );
+        assert_eq!(left_out() - left_out_before, 2000 - kept);
+        assert!(written
+            .ends_with("line 1999 xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx\n"));
+    }
+}

@@ -1,0 +1,128 @@
+//! The registry of every live thread's shared state.
+//!
+//! What waits in a thread's call must not be lost when the process ends or
+//! crashes while the call is in progress (a daemon thread inside a call at
+//! exit, a segfault in another thread). So each thread registers its
+//! [`Shared`] state here, weakly, and the exit flush, the crash handler
+//! and `stats` walk the registry. Everything that runs at exit or in a
+//! signal handler only tries the locks: a thread frozen while it held one
+//! is skipped rather than hang the exit.
+
+use super::queue;
+use super::shared::Shared;
+use super::stats::EMITTED_ELSEWHERE;
+use crate::dest::pending::{self, Batch, PendingRecord};
+use crate::record::lock;
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, Mutex, Once, Weak};
+use std::time::Duration;
+
+/// Takes the records of every thread that wait for `logging` (threads
+/// whose buffer is locked are skipped), then the queue's.
+pub(crate) fn take_all_pending() -> Vec<Batch> {
+    let mut batches: Vec<Batch> = live_threads()
+        .iter()
+        .filter_map(|shared| shared.pending.try_lock().ok().map(|mut p| p.take()))
+        .filter(|b| !b.is_empty())
+        .collect();
+    batches.push(pending::queue::take_now());
+    batches
+}
+
+/// Every live thread's shared state, for the exit flush and `stats`.
+static REGISTRY: Mutex<Vec<Weak<Shared>>> = Mutex::new(Vec::new());
+
+/// Records emitted since the process started, by level.
+pub(crate) fn emitted() -> [u64; 6] {
+    let registry = lock(&REGISTRY);
+    let mut total = EMITTED_ELSEWHERE.get();
+    for shared in registry.iter().filter_map(Weak::upgrade) {
+        for (sum, n) in total.iter_mut().zip(shared.emitted.get()) {
+            *sum += n;
+        }
+    }
+    total
+}
+
+pub(crate) fn register(shared: &Arc<Shared>) {
+    static EXIT_HOOK: Once = Once::new();
+    EXIT_HOOK.call_once(|| {
+        // SAFETY: `write_all_at_exit` is an `extern "C" fn()` that never
+        // unwinds (it catches panics), as `atexit` requires.
+        unsafe { libc::atexit(write_all_at_exit) };
+    });
+    let mut registry = lock(&REGISTRY);
+    registry.retain(|w| w.strong_count() > 0);
+    registry.push(Arc::downgrade(shared));
+}
+
+/// Writes what every thread still keeps, then the queue, to fd 2, waiting
+/// for room at most `wait`. Runs at exit: first from Python's `atexit`
+/// (registered by the first call), while the interpreter is whole, then
+/// from the C `atexit` hook for whatever daemon threads logged since.
+pub(crate) fn write_everything(wait: Duration) {
+    let registry = live_threads();
+    // Records for `logging` that Python can no longer take: as text.
+    for batch in take_all_pending().into_iter().filter(|b| !b.is_empty()) {
+        queue::queue_pending_as_text(&batch);
+    }
+    for shared in registry {
+        // A thread frozen inside `push` holds its lock: skip it rather
+        // than hang the exit.
+        if let Ok(mut kept) = shared.kept.try_lock() {
+            let taken = kept.take();
+            drop(kept);
+            queue::append(taken);
+        }
+    }
+    queue::write_queue(wait);
+}
+
+/// The shared state of every live thread; none if the registry is locked
+/// (a thread frozen while it registers must not hang the exit).
+fn live_threads() -> Vec<Arc<Shared>> {
+    match REGISTRY.try_lock() {
+        Ok(r) => r.iter().filter_map(Weak::upgrade).collect(),
+        Err(_) => Vec::new(),
+    }
+}
+
+/// Hands what waits to `text` and `record`, with the descriptor it goes to
+/// (-1: fd 2), for the crash handler: the queues first, then every
+/// thread's kept lines and records for `logging`. It allocates and frees
+/// nothing and only tries locks; returns how many buffers it skipped
+/// because their lock was held.
+pub(crate) fn visit_waiting(
+    text: &mut dyn FnMut(i32, &[u8]),
+    record: &mut dyn FnMut(i32, &PendingRecord),
+) -> usize {
+    let mut busy = pending::queue::visit(&mut |r| record(-1, r));
+    busy += queue::visit(&mut |lines| text(-1, lines));
+    let Ok(registry) = REGISTRY.try_lock() else {
+        return busy + 1;
+    };
+    for weak in registry.iter() {
+        let Some(shared) = weak.upgrade() else {
+            continue;
+        };
+        let fd = shared.crash_fd.load(Ordering::Relaxed);
+        match shared.kept.try_lock() {
+            Ok(kept) => text(fd, kept.lines_bytes()),
+            Err(_) => busy += 1,
+        }
+        match shared.pending.try_lock() {
+            Ok(pending) => pending.records().for_each(|r| record(fd, r)),
+            Err(_) => busy += 1,
+        }
+        // Dropping what may be the last reference would free memory.
+        std::mem::forget(shared);
+    }
+    busy
+}
+
+/// The C `atexit` hook, after Python has finalized. It does not wait for
+/// room: on CPython 3.10, a daemon thread that wakes after finalization may
+/// crash the process on its own, so the process must not linger here.
+extern "C" fn write_all_at_exit() {
+    let _ = std::panic::catch_unwind(|| write_everything(Duration::ZERO));
+}

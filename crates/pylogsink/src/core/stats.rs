@@ -1,0 +1,89 @@
+//! Counts that let a test check that nothing was lost.
+//!
+//! Every record that passes the filter is counted by level, on its own
+//! thread, without a shared write; every line a full buffer leaves out is
+//! counted once the note that reports it is written. The sum over live
+//! threads is made by [`stats`](crate::stats).
+
+use crate::dest::Taken;
+use crate::record::Level;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+/// Counts that let a test check that nothing was lost.
+///
+/// Shown in the [`stats`](crate::stats) example.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Stats {
+    /// Records that passed the filter (records it drops are not counted:
+    /// counting them would cost more than dropping them).
+    pub emitted: u64,
+    /// [`emitted`](Stats::emitted) by level, indexed by `Level as usize`
+    /// (Trace first, Fatal last).
+    pub by_level: [u64; 6],
+    /// Lines left out of a full buffer; each is counted in a written note.
+    pub left_out: u64,
+    /// Bytes dropped because fd 2 itself failed (closed, no reader).
+    pub failed_bytes: u64,
+}
+
+/// Records emitted, by level, by threads that have ended or that emitted
+/// while their thread-local state was gone.
+pub(crate) static EMITTED_ELSEWHERE: PerLevel = PerLevel::new();
+/// Lines and records left out of full buffers, once their note was written.
+static LEFT_OUT: AtomicU64 = AtomicU64::new(0);
+
+/// Lines left out so far, as written notes reported them.
+pub(crate) fn left_out() -> u64 {
+    LEFT_OUT.load(Ordering::Relaxed)
+}
+
+/// Adds the lines that a written note reports to the count.
+pub(crate) fn count_noted(taken: &Taken) {
+    LEFT_OUT.fetch_add(taken.left_out_lines, Ordering::Relaxed);
+}
+
+/// A count per level.
+pub(crate) struct PerLevel([AtomicU64; 6]);
+
+impl PerLevel {
+    pub(crate) const fn new() -> PerLevel {
+        PerLevel([const { AtomicU64::new(0) }; 6])
+    }
+
+    pub(crate) fn add(&self, level: Level, n: u64) {
+        self.0[level as usize].fetch_add(n, Ordering::Relaxed);
+    }
+
+    pub(crate) fn get(&self) -> [u64; 6] {
+        self.0.each_ref().map(|n| n.load(Ordering::Relaxed))
+    }
+
+    /// Counts one record of `level` where only one thread writes the
+    /// counts (a thread's own): a load and a store will do.
+    #[inline]
+    pub(crate) fn add_one_unshared(&self, level: Level) {
+        let n = &self.0[level as usize];
+        n.store(n.load(Ordering::Relaxed) + 1, Ordering::Relaxed);
+    }
+
+    /// Takes every count out, leaving zeros.
+    pub(crate) fn take(&self) -> [u64; 6] {
+        self.0.each_ref().map(|n| n.swap(0, Ordering::Relaxed))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn per_level_counts_add_and_take() {
+        let counts = PerLevel::new();
+        counts.add(Level::Warn, 2);
+        counts.add_one_unshared(Level::Warn);
+        counts.add_one_unshared(Level::Trace);
+        assert_eq!(counts.get(), [1, 0, 0, 3, 0, 0]);
+        assert_eq!(counts.take(), [1, 0, 0, 3, 0, 0]);
+        assert_eq!(counts.get(), [0; 6]);
+    }
+}

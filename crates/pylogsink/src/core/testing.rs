@@ -1,0 +1,115 @@
+//! For unit tests: fd 2 replaced by a pipe of the test's own, so that the
+//! routing can be checked without Python and without touching the test
+//! runner's own fd 2.
+
+use super::queue::write_queue;
+use crate::control::{set_stall_wait, stall_wait};
+use crate::dest::fd;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::sync::MutexGuard;
+use std::time::Duration;
+
+/// fd 2 replaced by a one-page pipe, the stall wait made short, the
+/// process-wide queue emptied; all put back on drop.
+pub(crate) struct Pipe {
+    read: OwnedFd,
+    write: OwnedFd,
+    stall_wait: Duration,
+    _serial: MutexGuard<'static, ()>,
+}
+
+impl Pipe {
+    pub(crate) fn new() -> Pipe {
+        let serial = crate::record::serial();
+        let mut fds = [0; 2];
+        // SAFETY: `fds` has room for the two descriptors pipe2 writes.
+        assert_eq!(unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) }, 0);
+        // SAFETY: pipe2 returned two new descriptors that nothing else owns.
+        let (read, write) = unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
+        // SAFETY: fcntl on a descriptor we own; O_NONBLOCK on the read end
+        // only, and the smallest pipe the kernel makes: one page.
+        unsafe {
+            libc::fcntl(read.as_raw_fd(), libc::F_SETFL, libc::O_NONBLOCK);
+            assert_eq!(
+                libc::fcntl(write.as_raw_fd(), libc::F_SETPIPE_SZ, 4096),
+                4096
+            );
+        }
+        // What earlier tests left in the queue goes to /dev/null.
+        let null = std::fs::OpenOptions::new()
+            .write(true)
+            .open("/dev/null")
+            .unwrap();
+        fd::redirect_for_test(null.as_raw_fd());
+        assert!(write_queue(Duration::from_secs(1)));
+        fd::redirect_for_test(write.as_raw_fd());
+        let pipe = Pipe {
+            read,
+            write,
+            stall_wait: stall_wait(),
+            _serial: serial,
+        };
+        set_stall_wait(Duration::from_millis(20));
+        pipe
+    }
+
+    /// Everything in the pipe now.
+    pub(crate) fn read(&self) -> String {
+        let mut out = Vec::new();
+        let mut buf = [0u8; 8192];
+        loop {
+            // SAFETY: `buf` is valid for writes of its length.
+            let n =
+                unsafe { libc::read(self.read.as_raw_fd(), buf.as_mut_ptr().cast(), buf.len()) };
+            if n <= 0 {
+                break;
+            }
+            out.extend_from_slice(&buf[..n as usize]);
+        }
+        String::from_utf8(out).expect("records are UTF-8")
+    }
+
+    /// Fills the pipe: the next write finds no room.
+    pub(crate) fn fill(&self) {
+        let page = [b'.'; 4096];
+        // SAFETY: `page` is a live buffer of its length.
+        let n = unsafe { libc::write(self.write.as_raw_fd(), page.as_ptr().cast(), page.len()) };
+        assert_eq!(n, 4096);
+    }
+}
+
+impl Drop for Pipe {
+    fn drop(&mut self) {
+        fd::redirect_for_test(fd::STDERR);
+        set_stall_wait(self.stall_wait);
+    }
+}
+
+/// The messages of the records in `text`, in order.
+pub(crate) fn messages(text: &str) -> Vec<&str> {
+    text.lines()
+        .filter_map(|l| l.split_once("] ").map(|(_, m)| m))
+        .collect()
+}
+
+/// The records in `text`, each without its head; a record's continuation
+/// lines stay with it.
+#[cfg_attr(not(feature = "tracing"), allow(dead_code))]
+pub(crate) fn records(text: &str) -> Vec<String> {
+    let mut records: Vec<String> = Vec::new();
+    for line in text.lines() {
+        match (
+            line.starts_with('['),
+            line.split_once("] "),
+            records.last_mut(),
+        ) {
+            (true, Some((_, message)), _) => records.push(message.to_owned()),
+            (_, _, Some(last)) => {
+                last.push('\n');
+                last.push_str(line);
+            }
+            _ => panic!("text before the first record: {line:?}"),
+        }
+    }
+    records
+}

@@ -1,0 +1,16 @@
+//! Destinations: where a line can wait, and how it reaches fd 2.
+//!
+//! A line either goes out now, to fd 2, or waits: as text in a [`Kept`]
+//! buffer (a call's, or the process-wide queue), or as a structured record
+//! for Python's `logging` ([`pending`]). [`route`] decides, as pure
+//! functions of the situation; [`fd`] writes without ever blocking longer
+//! than the caller allows. Nothing here knows about threads, calls or
+//! settings: the core passes what it needs.
+
+pub(crate) mod fd;
+pub(crate) mod kept;
+pub(crate) mod pending;
+pub(crate) mod route;
+
+pub(crate) use kept::{Kept, Taken, CAP};
+pub(crate) use route::Sink;
