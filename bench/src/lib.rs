@@ -19,8 +19,9 @@
 //! Records go to stderr as text, except in the children that measure the
 //! `logging` destination, which set it with [`set_destination`].
 
+use pylogsink::__private_api::Record;
 use pylogsink::__private_api::{format_record, now_since_epoch, Formatter, Text};
-use pylogsink::{emit, Destination, Level, Record};
+use pylogsink::{emit, Destination, Level};
 use pyo3::exceptions::{PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::PyString;
