@@ -313,7 +313,7 @@ mod tests {
     #[test]
     fn counts_match_what_was_logged_and_left_out() {
         let pipe = Pipe::new();
-        let before = crate::stats();
+        let before = crate::core::stats();
         let left_out_before = left_out();
         let (_, _) = in_call(false, || {
             for i in 0..2000 {
@@ -332,7 +332,7 @@ mod tests {
             written.push_str(&pipe.read());
         }
         assert!(written.starts_with("[pylogsink] "), "the note first");
-        let after = crate::stats();
+        let after = crate::core::stats();
         assert_eq!(
             after.by_level[Level::Debug as usize],
             before.by_level[Level::Debug as usize] + 2000
