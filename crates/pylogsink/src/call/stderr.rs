@@ -5,6 +5,7 @@
 //! `redirect_stderr`). It must cost next to nothing, and run no Python code
 //! (which could hand the GIL away).
 
+use crate::record::lock;
 use pyo3::prelude::*;
 use std::sync::{Mutex, OnceLock};
 
@@ -264,7 +265,7 @@ pub(crate) fn surviving_fd(py: Python<'_>) -> i32 {
     let Ok(stderr) = py.import("sys").and_then(|sys| sys.getattr("stderr")) else {
         return -1;
     };
-    let mut last = LAST.lock().unwrap_or_else(|e| e.into_inner());
+    let mut last = lock(&LAST);
     match &*last {
         Some((known, fd)) if known.is(&stderr) => *fd,
         _ => {

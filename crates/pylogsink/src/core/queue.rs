@@ -117,15 +117,7 @@ pub(crate) fn write_queue(wait: Duration) -> bool {
 /// Queues a batch of records for `logging` as text lines for fd 2.
 pub(crate) fn queue_pending_as_text(batch: &Batch) {
     let mut queue = queue();
-    if let Some(note) = batch.note() {
-        queue.push(format!("[pylogsink] {note}\n").as_bytes());
-    }
-    let mut line = Vec::new();
-    for record in &batch.records {
-        line.clear();
-        record.to_text(&mut line);
-        queue.push(&line);
-    }
+    batch.each_line(|line| queue.push(line));
     QUEUE_PENDING.store(true, Ordering::Release);
 }
 

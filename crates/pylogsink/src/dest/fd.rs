@@ -21,6 +21,7 @@
 //! can, so lines of up to 4096 bytes go out in one write and lines from
 //! several threads never mix on a pipe.
 
+use crate::record::lock;
 use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU64, Ordering};
@@ -371,7 +372,7 @@ fn write_through_twin(fd: RawFd, st: &libc::stat, piece: &[u8]) -> Result<usize,
         TERMINAL.store(true, Ordering::Relaxed);
     }
     let key = (st.st_dev, st.st_ino, st.st_rdev);
-    let mut twin = TWIN.lock().unwrap_or_else(|e| e.into_inner());
+    let mut twin = lock(&TWIN);
     if twin.as_ref().is_none_or(|t| t.key != key) {
         *twin = open_twin(fd).map(|fd| Twin { key, fd });
     }

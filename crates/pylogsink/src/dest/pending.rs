@@ -113,17 +113,25 @@ impl Batch {
             .then(|| left_out_note(self.left_out, "record", self.left_out_bytes, CAP))
     }
 
+    /// Hands each record of the batch to `f` as a text line for fd 2, the
+    /// note first.
+    pub(crate) fn each_line(&self, mut f: impl FnMut(&[u8])) {
+        let mut line = Vec::new();
+        if let Some(note) = self.note() {
+            line.extend_from_slice(format!("[pylogsink] {note}\n").as_bytes());
+            f(&line);
+        }
+        for record in &self.records {
+            line.clear();
+            record.to_text(&mut line);
+            f(&line);
+        }
+    }
+
     /// The batch as text lines, note first, for fd 2.
     pub(crate) fn to_text(&self) -> Vec<u8> {
         let mut out = Vec::new();
-        if let Some(note) = self.note() {
-            out.extend_from_slice(b"[pylogsink] ");
-            out.extend_from_slice(note.as_bytes());
-            out.push(b'\n');
-        }
-        for record in &self.records {
-            record.to_text(&mut out);
-        }
+        self.each_line(|line| out.extend_from_slice(line));
         out
     }
 }
