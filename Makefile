@@ -11,7 +11,8 @@ demo: ## Build everything and run the demo (naive sink hangs, pylogsink complete
 test: ## Build everything and run all tests on every CPython 3.10-3.13 found
 	scripts/test.sh
 
-lint: ## cargo fmt --check and clippy (the workspace and the PyO3 example)
+lint: ## Layer check of the crate's src/, cargo fmt --check and clippy (the workspace and the PyO3 example)
+	python3 scripts/check_layers.py
 	cargo fmt --all -- --check
 	cargo clippy --all-targets -- -D warnings
 	cargo clippy --all-targets --all-features -- -D warnings

@@ -1,18 +1,20 @@
 #!/usr/bin/env bash
-# Builds everything and runs every test: formatting, clippy, the Rust tests
-# and docs, the crate as crates.io would get it (a publish dry run), then
-# the Python tests on each CPython 3.10 to 3.13 found, with the two
-# examples in examples/ built as their users would. The abi3 wheel on 3.10
-# and 3.11; on 3.12 and later a wheel built for that version (no abi3),
-# where pylogsink keeps "is sys.stderr replaced" with a dict watcher.
+# Builds everything and runs every test: formatting, the layers of src/
+# (scripts/check_layers.py), clippy, the Rust tests and docs, the crate as
+# crates.io would get it (a publish dry run), then the Python tests on each
+# CPython 3.10 to 3.13 found, with the two examples in examples/ built as
+# their users would. The abi3 wheel on 3.10 and 3.11; on 3.12 and later a
+# wheel built for that version (no abi3), where pylogsink keeps "is
+# sys.stderr replaced" with a dict watcher.
 # Tools come from virtualenvs: maturin from .venv (as in scripts/demo.sh),
 # pytest and the rest from .venvs/X.Y, one per CPython.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 pip_q=(-m pip install -q --disable-pip-version-check)
 
-echo "== cargo fmt, clippy, test, doc"
+echo "== cargo fmt, the layers of src/, clippy, test, doc"
 cargo fmt --all -- --check
+python3 scripts/check_layers.py
 cargo clippy --all-targets --all-features -- -D warnings
 cargo clippy -p pylogsink --all-targets -- -D warnings   # without the tracing feature
 cargo test --workspace --all-features
