@@ -1,0 +1,231 @@
+"""fork(): a child never hangs on a lock another thread held, and never
+delivers the parent's records.
+
+``fork()`` copies only the forking thread. With native threads logging
+while the process forks (multiprocessing's default start method on Linux
+before 3.14, PyTorch's DataLoader, gunicorn), a pylogsink lock one of them
+held would stay held forever in the child. Every scenario runs in a
+subprocess with a timeout: a child that hangs is killed and counted.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+FORKS = textwrap.dedent(
+    """
+    import logging, os, sys, time
+    import pylogsink
+
+    destination, runs, child_budget = sys.argv[1], int(sys.argv[2]), float(sys.argv[3])
+    pylogsink.set_stall_wait(0.005)
+    if destination == "logging":
+        pylogsink.set_log_destination("logging")
+        pylogsink.set_log_filter("trace")
+        seen = []
+
+        class Count(logging.Handler):
+            def emit(self, record):
+                seen.append(record.getMessage())
+
+        logging.getLogger().addHandler(Count())
+        logging.getLogger().setLevel(logging.INFO)
+    busy = [pylogsink.start_background_logger(10**9) for _ in range(4)]
+    hung = 0
+    failed = 0
+    for _ in range(runs):
+        time.sleep(0.002)  # the busy threads run between forks
+        pid = os.fork()
+        if pid == 0:
+            # The child: a call, a native thread of its own, then a normal
+            # exit with its atexit handlers.
+            try:
+                pylogsink.log_lines(3)
+                pylogsink.start_background_logger(3).join()
+                pylogsink.noop_in_call()
+                if destination == "logging":
+                    copied = [m for m in seen if m.startswith("background line")]
+                    # What the parent had waiting is the parent's: a record
+                    # of the parent's threads delivered here would be a copy.
+                    before = len(copied)
+                    pylogsink.noop_in_call()
+                    copied = [m for m in seen if m.startswith("background line")]
+                    if len(copied) > 3 + before or before > 3:
+                        sys.exit(3)
+            except BaseException:
+                os._exit(2)
+            sys.exit(0)
+        deadline = time.monotonic() + child_budget
+        while True:
+            done, status = os.waitpid(pid, os.WNOHANG)
+            if done:
+                if os.waitstatus_to_exitcode(status) != 0:
+                    failed += 1
+                break
+            if time.monotonic() > deadline:
+                os.kill(pid, 9)
+                os.waitpid(pid, 0)
+                hung += 1
+                break
+            time.sleep(0.001)
+    print(f"hung={hung} failed={failed}", flush=True)
+    os._exit(0)
+    """
+)
+
+
+def forks(destination: str, runs: int, *, full_pipe: bool) -> tuple[int, int]:
+    """Forks ``runs`` children of a process whose 4 native threads log all
+    the time; returns how many hung and how many exited with an error. With
+    ``full_pipe``, fd 2 is a pipe nobody reads."""
+    child = subprocess.Popen(
+        [sys.executable, "-c", FORKS, destination, str(runs), "5"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE if full_pipe else subprocess.DEVNULL,
+    )
+    try:
+        out, _ = child.communicate(timeout=300) if not full_pipe else (child.stdout.read(), None)  # type: ignore[union-attr]
+        child.wait(timeout=300)
+    finally:
+        child.kill()
+    text = out.decode()
+    assert text.startswith("hung="), text
+    hung, failed = (int(part.split("=")[1]) for part in text.split())
+    return hung, failed
+
+
+@pytest.mark.timeout(600)
+@pytest.mark.parametrize("destination", ["stderr", "logging"])
+def test_children_of_a_busy_process_never_hang(destination: str) -> None:
+    assert forks(destination, 100, full_pipe=False) == (0, 0)
+
+
+@pytest.mark.timeout(600)
+@pytest.mark.parametrize("destination", ["stderr", "logging"])
+def test_children_never_hang_when_fd2_is_a_full_pipe(destination: str) -> None:
+    assert forks(destination, 10, full_pipe=True) == (0, 0)
+
+
+MULTIPROCESSING = textwrap.dedent(
+    """
+    import logging, multiprocessing, sys
+    import pylogsink
+
+    destination = sys.argv[1]
+    if destination == "logging":
+        pylogsink.set_log_destination("logging")
+        pylogsink.set_log_filter("trace")
+    seen = []
+
+    class Count(logging.Handler):
+        def emit(self, record):
+            seen.append(record.getMessage())
+
+    logging.getLogger().addHandler(Count())
+    logging.getLogger().setLevel(logging.INFO)
+
+    def work(i):
+        del seen[:]
+        pylogsink.log_lines(50)
+        mine = sum(1 for m in seen if not m.startswith("background line"))
+        copied = sum(1 for m in seen if m.startswith("background line"))
+        return mine, copied
+
+    if __name__ == "__main__":
+        busy = [pylogsink.start_background_logger(10**9) for _ in range(4)]
+        ctx = multiprocessing.get_context("fork")
+        procs = []
+        results = ctx.Queue()
+
+        def run(i):
+            results.put(work(i))
+
+        procs = [ctx.Process(target=run, args=(i,)) for i in range(20)]
+        for p in procs:
+            p.start()
+        codes = []
+        for p in procs:
+            p.join(20)
+            if p.is_alive():
+                p.kill()
+                p.join()
+            codes.append(p.exitcode)
+        got = [results.get(timeout=5) for code in codes if code == 0]
+        print(codes, got, flush=True)
+        import os
+        os._exit(0)
+    """
+)
+
+
+@pytest.mark.timeout(300)
+@pytest.mark.parametrize("destination", ["stderr", "logging"])
+def test_multiprocessing_fork_children_all_exit_with_their_records(destination: str) -> None:
+    out = subprocess.run(
+        [sys.executable, "-c", MULTIPROCESSING, destination],
+        capture_output=True,
+        text=True,
+        timeout=280,
+    )
+    codes_text, _, got_text = out.stdout.partition("] ")
+    codes = eval(codes_text + "]")  # a list of ints and Nones printed by the child
+    got = eval(got_text)
+    assert codes == [0] * 20, out.stderr[-2000:]
+    assert len(got) == 20
+    if destination == "logging":
+        # Each child handled its own 50 records, and none of the parent's.
+        assert got == [(50, 0)] * 20
+    assert -signal.SIGKILL not in codes
+
+
+def test_the_child_gets_nothing_the_parent_had_waiting() -> None:
+    """A record the parent had queued for ``logging`` is delivered by the
+    parent only: the child starts with empty queues."""
+    code = textwrap.dedent(
+        """
+        import logging, os, sys
+        import pylogsink
+
+        pylogsink.set_log_destination("logging")
+        pylogsink.set_log_filter("trace")
+        seen = []
+
+        class Count(logging.Handler):
+            def emit(self, record):
+                seen.append(record.getMessage())
+
+        logging.getLogger().addHandler(Count())
+        logging.getLogger().setLevel(logging.INFO)
+        # This thread keeps the GIL (no switch for 100 s, no blocking call),
+        # so the five records still wait, undelivered, when it forks.
+        sys.setswitchinterval(100)
+        pylogsink.start_background_logger(5)
+        before = pylogsink.log_stats()["emitted"]
+        while pylogsink.log_stats()["emitted"] < before + 5:
+            pass
+        pid = os.fork()
+        if pid == 0:
+            sys.setswitchinterval(0.005)
+            del seen[:]
+            pylogsink.noop_in_call()
+            os._exit(10 + len([m for m in seen if m.startswith("background line")]))
+        sys.setswitchinterval(0.005)
+        _, status = os.waitpid(pid, 0)
+        pylogsink.noop_in_call()
+        print(os.waitstatus_to_exitcode(status), len([m for m in seen if m.startswith("background line")]))
+        """
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    child_code, parent_count = out.stdout.split()
+    assert int(child_code) == 10, "the child delivered none of the parent's records"
+    assert int(parent_count) == 5, "the parent delivered its own five"
+
+
+if not hasattr(os, "fork"):
+    pytestmark = pytest.mark.skip("no fork() on this platform")
