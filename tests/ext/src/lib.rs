@@ -396,6 +396,33 @@ fn log_enabled(level: &str, target: &str) -> PyResult<(bool, bool)> {
     Ok((log::logger().enabled(&metadata), level <= log::max_level()))
 }
 
+/// Emits four records with target `testext::control` through the crates'
+/// own macros: `log::info!` ("log info {tag}"), `log::debug!` ("log debug
+/// {tag}"), `tracing::info!` ("tracing info {tag}") and `tracing::debug!`
+/// ("tracing debug {tag}"); inside a call with `in_call`, else outside any
+/// (from the calling thread). Unlike `log_at`, the macros drop a record
+/// above `log::max_level()`, or at a callsite whose interest tracing holds
+/// to be never, before pylogsink sees it: what gets logged here is what
+/// `log::max_level` and tracing's interest say.
+#[pyfunction]
+fn log_levels(py: Python<'_>, tag: &str, in_call: bool) -> PyResult<()> {
+    let emit = || {
+        log::info!(target: "testext::control", "log info {tag}");
+        log::debug!(target: "testext::control", "log debug {tag}");
+        tracing::info!(target: "testext::control", "tracing info {tag}");
+        tracing::debug!(target: "testext::control", "tracing debug {tag}");
+    };
+    if in_call {
+        pylogsink::call(py, || {
+            emit();
+            Ok(())
+        })
+    } else {
+        emit();
+        Ok(())
+    }
+}
+
 /// The module's initializer: installs pylogsink with its filter read from
 /// `PYLOGSINK_TESTEXT_LOG` (or pyo3-log, see the module doc), and adds
 /// pylogsink's functions.
@@ -436,5 +463,6 @@ fn _testext(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(h2_serve, m)?)?;
     m.add_function(wrap_pyfunction!(h2_get, m)?)?;
     m.add_function(wrap_pyfunction!(log_enabled, m)?)?;
+    m.add_function(wrap_pyfunction!(log_levels, m)?)?;
     Ok(())
 }

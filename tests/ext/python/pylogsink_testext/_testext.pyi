@@ -67,3 +67,7 @@ def h2_get(port: int, path: str, detach: bool) -> tuple[int, int]:
 
 def tracing_error(path: str) -> None:
     """Raises RuntimeError("open failed") after an Error event (code=35) in a span open{path=..}."""
+
+def log_levels(tag: str, in_call: bool) -> None:
+    """log::info!, log::debug!, tracing::info! and tracing::debug! (target
+    testext::control, messages "log info {tag}" ...), in a call or outside any."""
