@@ -7,8 +7,8 @@
 
 use crate::call::logging;
 use crate::control::{self, destination, filter, Destination, FilterError, DEFAULT_FILTER};
-use crate::core::crash;
 use crate::core::emit::emit_record;
+use crate::core::{crash, fork};
 use crate::dest::fd;
 use crate::record::color::{self, ColorChoice};
 use crate::record::{Level, Record};
@@ -195,6 +195,7 @@ impl Builder {
             env("TERM").as_deref(),
         ));
         fd::check_terminal();
+        fork::install();
         if self.crash_handler {
             crash::install();
         }

@@ -16,6 +16,7 @@ pub use stderr::stderr_check;
 
 use crate::control::stall::exit_wait;
 use crate::control::{stall_wait, to_logging};
+use crate::core::fork;
 use crate::core::queue::{queue_pending, queue_pending_as_text, write_fd2, write_queue};
 use crate::core::registry::write_everything;
 use crate::core::stats::count_noted;
@@ -190,6 +191,7 @@ fn must_write(left: Option<(Sink, bool)>) -> bool {
 fn register_exit_flush(py: Python<'_>) {
     static REGISTERED: Once = Once::new();
     REGISTERED.call_once(|| {
+        fork::install();
         let flush = PyCFunction::new_closure(py, Some(c"pylogsink_exit_flush"), None, |args, _| {
             let py = args.py();
             // Records for `logging` first, while Python can take them.

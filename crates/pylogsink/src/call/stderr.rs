@@ -265,16 +265,17 @@ pub(crate) fn surviving_fd(py: Python<'_>) -> i32 {
     let Ok(stderr) = py.import("sys").and_then(|sys| sys.getattr("stderr")) else {
         return -1;
     };
-    let mut last = lock(&LAST);
-    match &*last {
-        Some((known, fd)) if known.is(&stderr) => *fd,
-        _ => {
-            let fd = stderr
-                .call_method0("fileno")
-                .and_then(|fd| fd.extract::<i32>())
-                .unwrap_or(-1);
-            *last = Some((stderr.unbind(), fd));
-            fd
+    if let Some((known, fd)) = &*lock(&LAST) {
+        if known.is(&stderr) {
+            return *fd;
         }
     }
+    // `fileno` runs Python code, which may hand the GIL to a thread that
+    // forks: the lock is not held meanwhile.
+    let fd = stderr
+        .call_method0("fileno")
+        .and_then(|fd| fd.extract::<i32>())
+        .unwrap_or(-1);
+    *lock(&LAST) = Some((stderr.unbind(), fd));
+    fd
 }

@@ -27,7 +27,7 @@
 //! A [`Level::Fatal`](crate::Level::Fatal) line always passes: an abort
 //! follows, and the line explains it.
 
-use crate::record::{lock, Level};
+use crate::record::{lock, HeldForFork, Level};
 use log::LevelFilter;
 use std::cell::RefCell;
 use std::ffi::OsStr;
@@ -325,6 +325,14 @@ pub(crate) fn apply(to_logging: bool) {
     *current = Some(chosen);
     GENERATION.fetch_add(1, Ordering::AcqRel);
     QUICK.store(quick, Ordering::Release);
+}
+
+/// The filter's locks, held across a fork.
+pub(crate) fn hold_for_fork() -> Vec<HeldForFork> {
+    [&CURRENT, &DEFAULT, &USERS, &EVERYTHING]
+        .into_iter()
+        .map(crate::record::hold_for_fork)
+        .collect()
 }
 
 /// The most verbose level the directives in force let through.

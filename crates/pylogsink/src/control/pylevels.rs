@@ -22,7 +22,7 @@
 //! call, or within 100 ms by pylogsink's Python thread), every record
 //! passes here and its logger decides at delivery.
 
-use crate::record::{lock, Level};
+use crate::record::{lock, HeldForFork, Level};
 use std::cell::RefCell;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU64, Ordering};
@@ -170,6 +170,11 @@ fn install(targets: &mut MutexGuard<'_, Option<Arc<Targets>>>, floor: i32) {
 
 fn lock_targets() -> MutexGuard<'static, Option<Arc<Targets>>> {
     lock(&TARGETS)
+}
+
+/// The known targets' lock, held across a fork.
+pub(crate) fn hold_for_fork() -> HeldForFork {
+    crate::record::hold_for_fork(&TARGETS)
 }
 
 /// Learns the lowest level number `target`'s logger takes, read in

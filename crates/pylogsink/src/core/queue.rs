@@ -12,7 +12,7 @@ use crate::dest::fd;
 use crate::dest::pending::Batch;
 use crate::dest::route::{on_no_room, NoRoom, Sink};
 use crate::dest::{Kept, Taken, CAP};
-use crate::record::lock;
+use crate::record::{lock, HeldForFork};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Mutex, MutexGuard};
 use std::time::Duration;
@@ -119,6 +119,18 @@ pub(crate) fn queue_pending_as_text(batch: &Batch) {
     let mut queue = queue();
     batch.each_line(|line| queue.push(line));
     QUEUE_PENDING.store(true, Ordering::Release);
+}
+
+/// The queue's lock, held across a fork. The child starts with an empty
+/// queue: what waited is the parent's to write.
+pub(crate) fn hold_for_fork() -> HeldForFork {
+    let mut queue = queue();
+    Box::new(move |child| {
+        if child {
+            drop(queue.take());
+            QUEUE_PENDING.store(false, Ordering::Release);
+        }
+    })
 }
 
 /// Adds what a thread kept to the queue (at exit, when its call can no

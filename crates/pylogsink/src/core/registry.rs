@@ -12,7 +12,7 @@ use super::queue;
 use super::shared::Shared;
 use super::stats::EMITTED_ELSEWHERE;
 use crate::dest::pending::{self, Batch, PendingRecord};
-use crate::record::lock;
+use crate::record::{lock, HeldForFork};
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex, Once, Weak};
 use std::time::Duration;
@@ -76,6 +76,20 @@ pub(crate) fn write_everything(wait: Duration) {
         }
     }
     queue::write_queue(wait);
+}
+
+/// The registry's lock, held across a fork. The child has one thread, the
+/// one that forked (`own`), and a registry of it alone.
+pub(crate) fn hold_for_fork(own: Option<Arc<Shared>>) -> HeldForFork {
+    let mut registry = lock(&REGISTRY);
+    Box::new(move |child| {
+        if child {
+            registry.retain(|w| {
+                own.as_ref()
+                    .is_some_and(|own| std::ptr::eq(w.as_ptr(), Arc::as_ptr(own)))
+            });
+        }
+    })
 }
 
 /// The shared state of every live thread; none if the registry is locked

@@ -11,7 +11,7 @@ use super::queue::{queue_push, write_buffer};
 use super::stats::PerLevel;
 use crate::dest::pending::{Pending, PendingRecord};
 use crate::dest::{Kept, Sink, CAP};
-use crate::record::lock;
+use crate::record::{lock, HeldForFork};
 use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU64, AtomicU8, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -194,6 +194,31 @@ impl Shared {
             emitted: PerLevel::new(),
         }
     }
+}
+
+/// The call's buffers' locks, held across a fork: a worker attached to
+/// the call may hold one. In the child the buffers start empty: what the
+/// call kept before the fork is the parent's to write or deliver.
+pub(crate) fn hold_for_fork(shared: Arc<Shared>) -> HeldForFork {
+    // SAFETY: the closure below owns `shared`, the `Arc` that keeps this
+    // `Shared` alive, and drops it only after the guards that borrow
+    // through `this`; nothing else frees it meanwhile.
+    let this: &'static Shared = unsafe { &*Arc::as_ptr(&shared) };
+    let mut kept = lock(&this.kept);
+    let mut pending = lock(&this.pending);
+    let errors = lock(&this.errors);
+    Box::new(move |child| {
+        if child {
+            drop(kept.take());
+            this.kept_any.store(false, Ordering::Relaxed);
+            drop(pending.take());
+            this.pending_any.store(false, Ordering::Relaxed);
+        }
+        drop(errors);
+        drop(pending);
+        drop(kept);
+        drop(shared);
+    })
 }
 
 /// One call of one thread: what a worker attaches to.

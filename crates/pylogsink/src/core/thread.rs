@@ -226,6 +226,21 @@ impl ThreadState {
         errors
     }
 
+    /// In a child just forked, on the thread that forked: the call this
+    /// thread worked for belongs to a thread the child does not have, and
+    /// whether Python joins this thread at exit is asked again (the child
+    /// makes it its main thread).
+    pub(crate) fn after_fork_in_child(&self) {
+        if let (Ok(mut attached), Ok(mut before)) = (
+            self.attached.try_borrow_mut(),
+            self.attached_before.try_borrow_mut(),
+        ) {
+            *attached = None;
+            before.clear();
+        }
+        self.avoid_python.set(None);
+    }
+
     /// Counts one record emitted.
     #[inline]
     pub(crate) fn count(&self, level: Level) {

@@ -21,7 +21,7 @@
 //! can, so lines of up to 4096 bytes go out in one write and lines from
 //! several threads never mix on a pipe.
 
-use crate::record::lock;
+use crate::record::{lock, HeldForFork};
 use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU64, Ordering};
@@ -389,6 +389,11 @@ fn write_through_twin(fd: RawFd, st: &libc::stat, piece: &[u8]) -> Result<usize,
             }
         }
     }
+}
+
+/// The twin descriptor's lock, held across a fork.
+pub(crate) fn hold_for_fork() -> HeldForFork {
+    crate::record::hold_for_fork(&TWIN)
 }
 
 fn open_twin(fd: RawFd) -> Option<OwnedFd> {

@@ -205,7 +205,7 @@ impl Pending {
 /// until they have been handed over.
 pub(crate) mod queue {
     use super::{Batch, Pending, PendingRecord, CAP};
-    use crate::record::lock;
+    use crate::record::{lock, HeldForFork};
     use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering::SeqCst};
     use std::sync::{Condvar, Mutex, MutexGuard};
     use std::time::{Duration, Instant};
@@ -253,6 +253,24 @@ pub(crate) mod queue {
                 .unwrap_or_else(|e| e.into_inner())
                 .0;
         }
+    }
+
+    /// The queue's locks, held across a fork. The child starts with
+    /// nothing waiting and no delivery under way: what waited is the
+    /// parent's to deliver.
+    pub(crate) fn hold_for_fork() -> Vec<HeldForFork> {
+        let mut queue = queue();
+        let wake = lock(&WAKE_LOCK);
+        vec![Box::new(move |child| {
+            if child {
+                drop(queue.take());
+                WAITING.store(false, SeqCst);
+                DELIVERING.store(0, SeqCst);
+                FATAL.store(0, SeqCst);
+            }
+            drop(wake);
+            drop(queue);
+        })]
     }
 
     /// Wakes whoever waits in [`wait`], to look at `stop` again.

@@ -14,6 +14,18 @@ pub(crate) fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
     mutex.lock().unwrap_or_else(|e| e.into_inner())
 }
 
+/// A lock taken just before `fork()` and released just after it, in both
+/// processes: called with `true` in the child, which may first reset what
+/// the lock guards, and `false` in the parent. So no pylogsink lock is ever
+/// held across a fork by a thread that the child will not have.
+pub(crate) type HeldForFork = Box<dyn FnOnce(bool)>;
+
+/// Holds `mutex` across a fork, changing nothing on either side.
+pub(crate) fn hold_for_fork<T: 'static>(mutex: &'static Mutex<T>) -> HeldForFork {
+    let guard = lock(mutex);
+    Box::new(move |_child| drop(guard))
+}
+
 /// Held by every unit test that changes process-wide state (the filter,
 /// the destination, Python's levels, where fd 2's lines go), so that the
 /// tests of one binary, which run on parallel threads, do not see each

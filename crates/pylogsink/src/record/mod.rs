@@ -15,9 +15,9 @@ pub(crate) mod lock;
 
 pub(crate) use fields::Fields;
 pub(crate) use level::Level;
-pub(crate) use lock::lock;
 #[cfg(test)]
 pub(crate) use lock::serial;
+pub(crate) use lock::{hold_for_fork, lock, HeldForFork};
 
 /// One log record, as a front end hands it over.
 ///
