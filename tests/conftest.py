@@ -14,12 +14,14 @@ import subprocess
 import sys
 import textwrap
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from types import ModuleType
-from typing import Any
+from typing import Any, TypeVar
 
 import pytest
+
+T = TypeVar("T")
 
 
 def python(code: str, timeout: float = 60, **kwargs: Any) -> subprocess.CompletedProcess[str]:
@@ -62,6 +64,19 @@ def lines_while_running(code: str, count: int, **kwargs: Any) -> list[str]:
     finally:
         child.kill()
         child.wait()
+
+
+def wait_until(predicate: Callable[[], T], timeout: float = 10, what: str = "") -> T:
+    """Polls ``predicate`` until it returns something true, and returns it;
+    fails the test if that takes more than ``timeout`` seconds."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = predicate()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            pytest.fail(f"not within {timeout} s: {what or predicate}")
+        time.sleep(0.01)
 
 
 def records(text: str) -> list[str]:

@@ -235,6 +235,9 @@ def run_interrupt(raised: str, signum: signal.Signals, body: str, at: str) -> tu
     child = popen(code, env=dict(os.environ, SIGNAL_AT=at))
     assert child.stdout is not None
     assert child.stdout.readline() == b"trigger\n"
+    # The child prints "trigger" just before it enters the call (or the
+    # write); nothing it can tell from there: the signal comes a moment
+    # later, while it is inside, by design of the scenario.
     time.sleep(0.3)
     child.send_signal(signum)
     out, err = child.communicate(timeout=30)

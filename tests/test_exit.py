@@ -59,7 +59,9 @@ def test_lines_kept_by_a_thread_still_in_a_call_at_exit_go_to_fd2() -> None:
         import io, sys, threading, time, pylogsink
         sys.stderr = io.StringIO()
         threading.Thread(target=pylogsink.log_then_block, args=(3,), daemon=True).start()
-        time.sleep(0.2)
+        deadline = time.monotonic() + 10
+        while pylogsink.log_stats()["emitted"] < 3 and time.monotonic() < deadline:
+            time.sleep(0.01)
         """
     )
     assert done.returncode == 0

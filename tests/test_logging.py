@@ -26,7 +26,7 @@ import pytest
 
 import pylogsink
 import pylogsink_testext as testext
-from conftest import logging_destination, python, records
+from conftest import logging_destination, python, records, wait_until
 
 RUNTIME = Path(__file__).parent.parent / "crates" / "pylogsink-py" / "src" / "runtime.rs"
 DEMO = "_pylogsink.runtime"
@@ -153,7 +153,8 @@ def test_created_is_when_it_was_logged_and_thread_is_who_logged_it(
     worker.start()
     worker.join()
     pylogsink.start_background_logger(1).join()
-    time.sleep(0.3)  # the background thread's record arrives without a call
+    # The background thread's record arrives without a call.
+    wait_until(lambda: len(of(caplog, DEMO)) == 3, what="the native thread's record")
     hung, from_worker, native = of(caplog, DEMO)
     assert before <= hung.created < before + 0.25, "created at delivery, not when logged"
     assert hung.msecs == pytest.approx((hung.created % 1) * 1000, abs=1)
@@ -405,7 +406,9 @@ def test_a_native_thread_outside_any_call_reaches_a_handler_within_100_ms() -> N
         pylogsink.set_log_destination("logging")
         pylogsink.noop_in_call()
         pylogsink.start_background_logger(20, 0.02)
-        time.sleep(1.0)  # no call is made meanwhile
+        deadline = time.monotonic() + 10
+        while len(delays) < 20 and time.monotonic() < deadline:
+            time.sleep(0.01)  # no call is made meanwhile
         print(len(delays), max(delays))
         """,
         env=child_env(),
