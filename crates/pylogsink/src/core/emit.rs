@@ -21,8 +21,9 @@ use crate::record::{color, lock, Level, Record};
 use std::sync::atomic::Ordering;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-/// Routes one record that the filter let through.
-#[inline]
+/// Routes one record that the filter let through. Not inlined: the
+/// `log` front end's [`emit_args`] calls it on its rarer paths, and one copy
+/// of the routing there keeps its usual path in one piece.
 pub(crate) fn emit_record(record: &Record<'_>) {
     emit_text(record, Text::Bytes(record.message));
 }
