@@ -46,7 +46,9 @@ def test_capsys_receives_every_workers_lines_in_order(capsys: pytest.CaptureFixt
 
 def test_without_attach_the_workers_lines_skip_capsys(capsys: pytest.CaptureFixture[str]) -> None:
     # What attach fixes: a worker outside any call writes to fd 2 directly.
+    before = pylogsink.log_stats()["emitted"]
     pylogsink.fan_out(WORKERS, LINES, attach=False)
+    assert pylogsink.log_stats()["emitted"] == before + WORKERS * LINES, "the workers logged"
     assert per_worker(capsys.readouterr().err) == {}
 
 
