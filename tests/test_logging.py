@@ -10,6 +10,7 @@ has its own destination; the fixtures set it and put ``stderr`` back.
 
 from __future__ import annotations
 
+import io
 import logging
 import os
 import re
@@ -480,3 +481,31 @@ def test_the_same_workload_through_pyo3_log_hangs(url: str) -> None:
     # the mutex and waits for the GIL, to log.
     with pytest.raises(subprocess.TimeoutExpired):
         python(POOL.format(url=url), timeout=20, env=child_env(PYLOGSINK_TESTEXT_LOGGER="pyo3-log"))
+
+
+def test_hostile_targets_cannot_forge_a_record_through_the_logger_name() -> None:
+    """A target is untrusted bytes too: ``%(name)s`` keeps it on one line
+    with no control character, as stderr does; an empty target is the root
+    logger."""
+    stream = io.StringIO()
+    handler = logging.StreamHandler(stream)
+    handler.setFormatter(logging.Formatter("%(levelname)s %(name)s: %(message)s"))
+    root = logging.getLogger()
+    root.addHandler(handler)
+    level = root.level
+    root.setLevel(logging.INFO)
+    try:
+        with logging_destination(testext):
+            testext.log_at("warn", "rt\nCRITICAL forged.logger", "one")
+            testext.log_at("warn", "\x1b[2J\x1b[H", "two")
+            testext.log_at("warn", "", "three")
+    finally:
+        root.removeHandler(handler)
+        root.setLevel(level)
+    lines = stream.getvalue().splitlines()
+    assert lines == [
+        "WARNING rt\\x0aCRITICAL forged.logger: one",
+        "WARNING \\x1b[2J\\x1b[H: two",
+        "WARNING root: three",
+    ]
+    assert not any(c < " " for line in lines for c in line)

@@ -25,6 +25,7 @@ use crate::core::thread::THREAD;
 use crate::dest::pending::queue::{self, Delivery};
 use crate::dest::pending::{Batch, PendingRecord};
 use crate::record::fields::{OwnedFields, OwnedValue};
+use crate::record::escape::escape_name;
 use crate::record::lock;
 use pyo3::intern;
 use pyo3::prelude::*;
@@ -49,11 +50,14 @@ static STOP: AtomicBool = AtomicBool::new(false);
 static PREFIX: Mutex<String> = Mutex::new(String::new());
 
 /// The logger a record of `target` goes to: `::` becomes `.`, after the
-/// builder's prefix, if any. An empty target (and no prefix) is the root.
+/// builder's prefix, if any; control characters as `\xNN`, so that
+/// `%(name)s` stays on one line. An empty target (and no prefix) is the
+/// root logger, `root`.
 pub(crate) fn logger_name(prefix: &str, target: &str) -> String {
-    let target = target.replace("::", ".");
+    let target = escape_name(target).replace("::", ".");
     match (prefix.is_empty(), target.is_empty()) {
-        (true, _) => target,
+        (true, true) => "root".to_owned(),
+        (true, false) => target,
         (false, true) => prefix.to_owned(),
         (false, false) => format!("{prefix}.{target}"),
     }
@@ -335,10 +339,11 @@ fn attach_fields(py: Python<'_>, made: &Bound<'_, PyAny>, fields: &OwnedFields) 
         Ok(LATER.contains(&name) || name == SPAN_ATTRIBUTE || made.hasattr(name)?)
     };
     for (name, value) in &fields.values {
-        let name = if taken(name)? {
+        let name = escape_name(name);
+        let name = if taken(&name)? {
             std::borrow::Cow::Owned(format!("{FIELD_PREFIX}{name}"))
         } else {
-            std::borrow::Cow::Borrowed(name.as_str())
+            name
         };
         let value = match value {
             OwnedValue::Int(n) => n.into_pyobject(py)?.into_any(),
@@ -441,7 +446,9 @@ mod tests {
     fn logger_names_follow_the_target() {
         assert_eq!(logger_name("", "ureq::stream"), "ureq.stream");
         assert_eq!(logger_name("native", "ureq::stream"), "native.ureq.stream");
-        assert_eq!(logger_name("", ""), "");
+        assert_eq!(logger_name("", ""), "root");
         assert_eq!(logger_name("native", ""), "native");
+        assert_eq!(logger_name("", "rt\nCRITICAL x"), "rt\\x0aCRITICAL x");
+        assert_eq!(logger_name("", "\x1b[2J"), "\\x1b[2J");
     }
 }

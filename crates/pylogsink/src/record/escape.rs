@@ -77,6 +77,24 @@ pub fn decode_backslashreplace(bytes: &[u8]) -> String {
     out
 }
 
+/// `name` with every control character (newline and tab included) as
+/// `\xNN`: for a name that must stay on one line, such as the Python
+/// logger a record goes to, which formatters write as `%(name)s`.
+pub(crate) fn escape_name(name: &str) -> std::borrow::Cow<'_, str> {
+    if !name.chars().any(is_control) {
+        return std::borrow::Cow::Borrowed(name);
+    }
+    let mut out = Vec::with_capacity(name.len() + 8);
+    for c in name.chars() {
+        if is_control(c) {
+            push_hex_escape(&mut out, c as u32 as u8);
+        } else {
+            out.extend_from_slice(c.encode_utf8(&mut [0; 4]).as_bytes());
+        }
+    }
+    std::borrow::Cow::Owned(String::from_utf8(out).expect("valid UTF-8 in, valid UTF-8 out"))
+}
+
 /// C0 controls, DEL and C1 controls: the characters a terminal may act on.
 fn is_control(c: char) -> bool {
     matches!(c as u32, 0x00..=0x1f | 0x7f..=0x9f)
@@ -167,6 +185,13 @@ mod tests {
             decode_backslashreplace(b"\xe4\xb8\xad\xe4\xb8"),
             "\u{4e2d}\\xe4\\xb8"
         );
+    }
+
+    #[test]
+    fn names_stay_on_one_line() {
+        assert_eq!(escape_name("rt::db"), "rt::db");
+        assert_eq!(escape_name("rt\nCRITICAL forged"), "rt\\x0aCRITICAL forged");
+        assert_eq!(escape_name("\x1b[2J\t\u{85}é"), "\\x1b[2J\\x09\\x85é");
     }
 
     #[test]
