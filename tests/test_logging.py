@@ -509,3 +509,21 @@ def test_hostile_targets_cannot_forge_a_record_through_the_logger_name() -> None
         "WARNING root: three",
     ]
     assert not any(c < " " for line in lines for c in line)
+
+
+def test_records_left_out_are_counted_and_the_note_says_how_many(caplog: pytest.LogCaptureFixture) -> None:
+    """A call that logs more than its budget for ``logging``: the note's
+    count of records left out is what ``left_out`` grows by, and with the
+    records delivered it adds up to what was logged."""
+    caplog.set_level(logging.DEBUG)
+    before = pylogsink.log_stats()["left_out"]
+    with logging_destination(pylogsink):
+        pylogsink.log_lines(5000, "debug")
+    after = pylogsink.log_stats()["left_out"]
+    notes = [r.getMessage() for r in caplog.records if "left out here" in r.getMessage()]
+    delivered = [r for r in of(caplog, DEMO)]
+    assert len(notes) == 1, notes
+    noted = int(notes[0].split()[0])
+    assert noted > 0
+    assert after - before == noted
+    assert len(delivered) + noted == 5000

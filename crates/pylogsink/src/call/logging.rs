@@ -21,11 +21,12 @@ use super::interrupt::is_interrupt;
 use crate::control::{self, pylevels};
 use crate::core::queue::queue_pending_as_text;
 use crate::core::registry::take_all_pending;
+use crate::core::stats::count_records_noted;
 use crate::core::thread::THREAD;
 use crate::dest::pending::queue::{self, Delivery};
 use crate::dest::pending::{Batch, PendingRecord};
-use crate::record::fields::{OwnedFields, OwnedValue};
 use crate::record::escape::escape_name;
+use crate::record::fields::{OwnedFields, OwnedValue};
 use crate::record::lock;
 use pyo3::intern;
 use pyo3::prelude::*;
@@ -214,6 +215,7 @@ fn deliver(py: Python<'_>, batch: &Batch) -> Option<PyErr> {
     if let Some(note) = batch.note() {
         let logger = logger_name(&prefix, "pylogsink");
         let err = handle_note(py, state, &logger, &note).err();
+        count_records_noted(batch);
         interrupt = interrupt.or(err.filter(|e| is_interrupt(py, e)));
     }
     for record in &batch.records {

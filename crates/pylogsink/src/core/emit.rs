@@ -9,7 +9,7 @@
 
 use super::queue::{queue_pending, write_direct};
 use super::shared::Shared;
-use super::stats::EMITTED_ELSEWHERE;
+use super::stats::{count_records_noted, EMITTED_ELSEWHERE};
 use super::thread::{identity, Joined, ThreadState, THREAD};
 use crate::control::{stall_wait, to_logging};
 use crate::dest::fd;
@@ -163,10 +163,14 @@ fn route_line(t: &ThreadState, joined: &Joined, level: Level, message: &[u8], re
 #[inline(never)]
 fn fatal(call: &Shared, sink: Sink, record: &[u8], keep: impl FnOnce(&[u8], bool)) {
     let fatal = pending::queue::Fatal::begin(stall_wait());
-    let mut waiting = fatal.take().to_text();
+    let queued = fatal.take();
+    count_records_noted(&queued);
+    let mut waiting = queued.to_text();
     if call.pending_any.load(Ordering::Relaxed) {
         call.pending_any.store(false, Ordering::Relaxed);
-        waiting.extend(lock(&call.pending).take().to_text());
+        let own = lock(&call.pending).take();
+        count_records_noted(&own);
+        waiting.extend(own.to_text());
     }
     fd::write_with_room(fd::stderr(), &waiting, stall_wait());
     call.write_kept(stall_wait());

@@ -7,7 +7,7 @@
 //! first at the next chance: before the next direct line, at a call's
 //! return, at exit. Writing it costs one atomic load while it is empty.
 
-use super::stats::count_noted;
+use super::stats::{count_noted, count_records_noted};
 use crate::dest::fd;
 use crate::dest::pending::Batch;
 use crate::dest::route::{on_no_room, NoRoom, Sink};
@@ -116,6 +116,7 @@ pub(crate) fn write_queue(wait: Duration) -> bool {
 
 /// Queues a batch of records for `logging` as text lines for fd 2.
 pub(crate) fn queue_pending_as_text(batch: &Batch) {
+    count_records_noted(batch);
     let mut queue = queue();
     batch.each_line(|line| queue.push(line));
     QUEUE_PENDING.store(true, Ordering::Release);

@@ -5,6 +5,7 @@
 //! counted once the note that reports it is written. The sum over live
 //! threads is made by [`stats`](crate::stats).
 
+use crate::dest::pending::Batch;
 use crate::dest::Taken;
 use crate::record::Level;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -40,6 +41,12 @@ pub(crate) fn left_out() -> u64 {
 /// Adds the lines that a written note reports to the count.
 pub(crate) fn count_noted(taken: &Taken) {
     LEFT_OUT.fetch_add(taken.left_out_lines, Ordering::Relaxed);
+}
+
+/// Adds the records that a batch's note reports to the count, once the
+/// note was handed to `logging` or written as text.
+pub(crate) fn count_records_noted(batch: &Batch) {
+    LEFT_OUT.fetch_add(batch.left_out, Ordering::Relaxed);
 }
 
 /// A count per level.

@@ -89,7 +89,8 @@ pub(crate) struct Pending {
     records: VecDeque<PendingRecord>,
     bytes: usize,
     cap: usize,
-    /// Records left out (the oldest ones) and their bytes.
+    /// Records left out (the oldest ones), and the bytes they counted
+    /// for against the cap ([`PendingRecord::size`]).
     pub left_out: u64,
     pub left_out_bytes: u64,
 }
@@ -161,7 +162,7 @@ impl Pending {
             let old = self.records.pop_front().expect("not empty");
             self.bytes -= old.size();
             self.left_out += 1;
-            self.left_out_bytes += old.message.len() as u64;
+            self.left_out_bytes += old.size() as u64;
         }
     }
 
@@ -405,6 +406,24 @@ mod tests {
             .unwrap()
             .starts_with(&format!("{} records", batch.left_out)));
         assert!(p.take().is_empty());
+    }
+
+    #[test]
+    fn the_note_counts_bytes_as_the_budget_does() {
+        let mut p = Pending::with_cap(10_000);
+        let records: Vec<_> = (0..500).map(|i| record(i, 50 + i % 7)).collect();
+        for r in records.clone() {
+            p.push(r);
+        }
+        let batch = p.take();
+        let left_out = batch.left_out as usize;
+        let expected: usize = records[..left_out].iter().map(PendingRecord::size).sum();
+        assert_eq!(batch.left_out_bytes as usize, expected);
+        let kept: usize = batch.records.iter().map(PendingRecord::size).sum();
+        assert!(
+            kept <= 10_000
+                && kept + expected == records.iter().map(PendingRecord::size).sum::<usize>()
+        );
     }
 
     #[test]
