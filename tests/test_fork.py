@@ -229,3 +229,38 @@ def test_the_child_gets_nothing_the_parent_had_waiting() -> None:
 
 if not hasattr(os, "fork"):
     pytestmark = pytest.mark.skip("no fork() on this platform")
+
+
+def test_a_child_delivers_its_native_threads_records_with_no_call_made() -> None:
+    """The child's own delivery thread starts: records its native threads
+    log outside any call reach ``logging`` with no call made."""
+    code = textwrap.dedent(
+        """
+        import logging, os, time
+        import pylogsink
+
+        pylogsink.set_log_destination("logging")
+        pylogsink.set_log_filter("trace")
+        seen = []
+
+        class Count(logging.Handler):
+            def emit(self, record):
+                seen.append(record.getMessage())
+
+        logging.getLogger().addHandler(Count())
+        logging.getLogger().setLevel(logging.INFO)
+        pylogsink.noop_in_call()
+        pid = os.fork()
+        if pid == 0:
+            del seen[:]
+            pylogsink.start_background_logger(3).join()
+            deadline = time.monotonic() + 5
+            while len(seen) < 3 and time.monotonic() < deadline:
+                time.sleep(0.01)  # no call is made meanwhile
+            os._exit(10 + len(seen))
+        _, status = os.waitpid(pid, 0)
+        print(os.waitstatus_to_exitcode(status))
+        """
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert out.stdout.split() == ["13"], out.stderr

@@ -42,8 +42,8 @@ struct State {
     threading: Py<PyModule>,
     /// Loggers by target, as `logging.getLogger` gave them.
     loggers: Py<PyDict>,
-    /// pylogsink's own Python thread.
-    thread: Py<PyAny>,
+    /// pylogsink's own Python thread (a new one in a forked child).
+    thread: Mutex<Py<PyAny>>,
 }
 
 static STATE: PyOnceLock<State> = PyOnceLock::new();
@@ -103,24 +103,49 @@ fn state(py: Python<'_>) -> PyResult<&'static State> {
                 at_exit(args.py());
             })?;
         py.import("atexit")?.call_method1("register", (at_exit,))?;
-        let run =
-            PyCFunction::new_closure(py, Some(c"pylogsink_logging_delivery"), None, |args, _| {
-                run_thread(args.py());
-            })?;
         let threading = py.import("threading")?;
+        let thread = start_thread(py, &threading)?;
+        // A forked child has no thread but the one that forked: it starts
+        // a delivery thread of its own.
+        let in_child =
+            PyCFunction::new_closure(py, Some(c"pylogsink_after_fork"), None, |args, _| {
+                let py = args.py();
+                let Some(state) = STATE.get(py) else {
+                    return;
+                };
+                match start_thread(py, state.threading.bind(py)) {
+                    Ok(thread) => *lock(&state.thread) = thread,
+                    Err(err) => err.write_unraisable(py, None),
+                }
+            })?;
         let kwargs = PyDict::new(py);
-        kwargs.set_item("target", run)?;
-        kwargs.set_item("name", "pylogsink-logging")?;
-        kwargs.set_item("daemon", true)?;
-        let thread = threading.getattr("Thread")?.call((), Some(&kwargs))?;
-        thread.call_method0("start")?;
+        kwargs.set_item("after_in_child", in_child)?;
+        py.import("os")?
+            .getattr("register_at_fork")?
+            .call((), Some(&kwargs))?;
         Ok(State {
             logging: logging.unbind(),
             threading: threading.unbind(),
             loggers: PyDict::new(py).unbind(),
-            thread: thread.unbind(),
+            thread: Mutex::new(thread),
         })
     })
+}
+
+/// Starts pylogsink's Python thread, which delivers the records logged
+/// outside any call.
+fn start_thread(py: Python<'_>, threading: &Bound<'_, PyModule>) -> PyResult<Py<PyAny>> {
+    let run =
+        PyCFunction::new_closure(py, Some(c"pylogsink_logging_delivery"), None, |args, _| {
+            run_thread(args.py());
+        })?;
+    let kwargs = PyDict::new(py);
+    kwargs.set_item("target", run)?;
+    kwargs.set_item("name", "pylogsink-logging")?;
+    kwargs.set_item("daemon", true)?;
+    let thread = threading.getattr("Thread")?.call((), Some(&kwargs))?;
+    thread.call_method0("start")?;
+    Ok(thread.unbind())
 }
 
 /// Hears of every change of Python's levels as it happens: `logging`
@@ -429,7 +454,8 @@ pub(crate) fn at_exit(py: Python<'_>) {
     };
     if !STOP.swap(true, Ordering::AcqRel) {
         queue::wake();
-        if let Err(err) = state.thread.bind(py).call_method1("join", (1.0,)) {
+        let thread = lock(&state.thread).clone_ref(py);
+        if let Err(err) = thread.bind(py).call_method1("join", (1.0,)) {
             err.write_unraisable(py, None);
         }
     }
