@@ -76,3 +76,55 @@ def test_lines_queued_outside_calls_go_out_at_exit() -> None:
         """
     )
     assert [r.split("] ")[1] for r in records(done.stderr)] == [f"background line {i}" for i in range(3)]
+
+
+SLOW_HANDLER_EXIT = """
+import logging, sys, time
+import pylogsink
+
+pylogsink.set_log_destination("logging")
+pylogsink.set_log_filter("trace")
+
+class Slow(logging.Handler):
+    # A network or file handler: 5 ms a record.
+    def emit(self, record):
+        time.sleep(0.005)
+        print("D", record.getMessage(), flush=True)
+
+logging.getLogger().addHandler(Slow())
+logging.getLogger().setLevel(logging.INFO)
+pylogsink.noop_in_call()
+pylogsink.start_background_logger(2000).join()
+if sys.argv[1] == "interrupt":
+    raise KeyboardInterrupt
+"""
+
+
+def slow_handler_exit(how: str) -> tuple[int, int]:
+    """Exits while 2000 records wait for a 5 ms handler; returns the exit
+    status and how many records were delivered, written as text or counted
+    in a note."""
+    done = subprocess.run(
+        [sys.executable, "-c", SLOW_HANDLER_EXIT, how], capture_output=True, text=True, timeout=60
+    )
+    delivered = [line for line in done.stdout.splitlines() if line.startswith("D background line")]
+    as_text = [r for r in records(done.stderr) if "background line" in r]
+    noted = sum(
+        int(note.split()[0])
+        for note in [line[2:] for line in done.stdout.splitlines()]
+        + [line.removeprefix("[pylogsink] ") for line in done.stderr.splitlines()]
+        if " records (" in note and "left out here" in note
+    )
+    return done.returncode, len(delivered) + len(as_text) + noted
+
+
+@pytest.mark.timeout(600)
+def test_exit_with_a_slow_handler_never_aborts_and_loses_nothing() -> None:
+    outcomes = [slow_handler_exit("normal") for _ in range(20)]
+    assert outcomes == [(0, 2000)] * 20
+
+
+@pytest.mark.timeout(300)
+def test_ctrl_c_at_exit_with_a_slow_handler_keeps_its_status() -> None:
+    outcomes = [slow_handler_exit("interrupt") for _ in range(5)]
+    assert outcomes == [(-signal.SIGINT, 2000)] * 5

@@ -13,6 +13,7 @@ use crate::dest::fd;
 use crate::record::color::{self, ColorChoice};
 use crate::record::{Level, Record};
 use std::fmt;
+use std::time::Duration;
 
 /// The environment variable read when the builder names none.
 ///
@@ -43,6 +44,7 @@ pub struct Builder {
     destination: Destination,
     logger_prefix: String,
     crash_handler: bool,
+    logging_exit_budget: Duration,
     /// Read only with the `tracing` feature.
     #[cfg_attr(not(feature = "tracing"), allow(dead_code))]
     tracing_subscriber: bool,
@@ -67,6 +69,7 @@ impl Builder {
             destination: Destination::Stderr,
             logger_prefix: String::new(),
             crash_handler: true,
+            logging_exit_budget: Duration::from_secs(1),
             tracing_subscriber: true,
         }
     }
@@ -120,6 +123,20 @@ impl Builder {
     /// Shown in the [`Builder`] example.
     pub fn logger_prefix(mut self, prefix: &str) -> Builder {
         self.logger_prefix = prefix.to_owned();
+        self
+    }
+
+    /// How long the exit may spend handing records to Python's `logging`
+    /// (1 s unless set): pylogsink's delivery thread stops after the
+    /// record in hand and is joined, what still waits is delivered until
+    /// the budget is spent, and the rest goes to fd 2 as text.
+    ///
+    /// ```
+    /// let builder = pylogsink::Builder::new().logging_exit_budget(std::time::Duration::from_millis(500));
+    /// # let _ = builder;
+    /// ```
+    pub fn logging_exit_budget(mut self, budget: Duration) -> Builder {
+        self.logging_exit_budget = budget;
         self
     }
 
@@ -181,6 +198,7 @@ impl Builder {
             crate::front::tracing::install().map_err(|()| InitError::OtherSubscriber)?;
         }
         logging::set_prefix(&self.logger_prefix);
+        logging::set_exit_budget(self.logging_exit_budget);
         let value = std::env::var_os(&self.env);
         let (users, warning) = filter::from_env(&self.env, value.as_deref(), default.spec());
         filter::set_default(default);

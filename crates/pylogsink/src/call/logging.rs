@@ -32,9 +32,9 @@ use pyo3::intern;
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyCFunction, PyDict, PyTuple};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Mutex;
-use std::time::{Duration, UNIX_EPOCH};
+use std::time::{Duration, Instant, UNIX_EPOCH};
 
 /// What delivery needs from Python, made once.
 struct State {
@@ -210,7 +210,7 @@ fn read_levels(py: Python<'_>, state: &State, epoch: u64) -> PyResult<()> {
 pub(crate) fn deliver_at_return(py: Python<'_>) -> Option<PyErr> {
     let first = deliver_queue(py);
     let own = THREAD.with(|t| t.take_pending());
-    let second = deliver(py, &own);
+    let second = deliver(py, &own, Until::Done);
     first.or(second)
 }
 
@@ -218,12 +218,43 @@ pub(crate) fn deliver_at_return(py: Python<'_>) -> Option<PyErr> {
 /// line is being written (it writes them as text).
 fn deliver_queue(py: Python<'_>) -> Option<PyErr> {
     let delivery = Delivery::start()?;
-    deliver(py, &delivery.0)
+    deliver(py, &delivery.0, Until::Done)
 }
 
-/// Hands `batch` to `logging`, note first. If Python cannot take it (the
-/// destination could not be set up), it goes to fd 2 as text.
-fn deliver(py: Python<'_>, batch: &Batch) -> Option<PyErr> {
+/// How far a delivery goes.
+#[derive(Clone, Copy)]
+enum Until {
+    /// Every record of the batch.
+    Done,
+    /// pylogsink's thread: once exit began, the record in hand is the last;
+    /// the rest goes back to the queue, for the exit to deliver.
+    Stopped,
+    /// The exit: records until the deadline; the rest goes to fd 2 as text.
+    Deadline(Instant),
+}
+
+impl Until {
+    /// Whether to stop before the next record, and where the rest goes.
+    fn stops(self) -> Option<fn(Batch)> {
+        match self {
+            Until::Done => None,
+            Until::Stopped => STOP
+                .load(Ordering::Acquire)
+                .then_some(queue::put_back as fn(Batch)),
+            Until::Deadline(at) => (Instant::now() >= at).then_some(rest_as_text as fn(Batch)),
+        }
+    }
+}
+
+/// Records that Python will not take before exit: to fd 2, as text.
+fn rest_as_text(batch: Batch) {
+    queue_pending_as_text(&batch);
+}
+
+/// Hands `batch` to `logging`, note first, as far as `until` says. If
+/// Python cannot take it (the destination could not be set up), it goes
+/// to fd 2 as text.
+fn deliver(py: Python<'_>, batch: &Batch, until: Until) -> Option<PyErr> {
     if batch.is_empty() {
         return None;
     }
@@ -243,7 +274,14 @@ fn deliver(py: Python<'_>, batch: &Batch) -> Option<PyErr> {
         count_records_noted(batch);
         interrupt = interrupt.or(err.filter(|e| is_interrupt(py, e)));
     }
-    for record in &batch.records {
+    for (n, record) in batch.records.iter().enumerate() {
+        if let Some(rest_to) = until.stops() {
+            rest_to(Batch {
+                records: batch.records[n..].to_vec(),
+                ..Batch::default()
+            });
+            break;
+        }
         if let Err(err) = handle(py, state, &prefix, record) {
             if is_interrupt(py, &err) {
                 interrupt.get_or_insert(err);
@@ -411,7 +449,7 @@ fn run_thread(py: Python<'_>) {
         if woken == Woken::Records {
             match Delivery::start() {
                 Some(delivery) => {
-                    if let Some(err) = deliver(py, &delivery.0) {
+                    if let Some(err) = deliver(py, &delivery.0, Until::Stopped) {
                         err.write_unraisable(py, None);
                     }
                 }
@@ -445,22 +483,41 @@ fn wait_for_records() -> Woken {
     }
 }
 
-/// At exit, while the interpreter is whole and before `logging.shutdown`:
-/// stops pylogsink's thread (so it never re-takes the GIL once
-/// finalization began) and delivers every record still waiting.
+/// How long the exit may spend handing records to `logging`, in
+/// microseconds (1 s unless the builder sets it).
+static EXIT_BUDGET_MICROS: AtomicU64 = AtomicU64::new(1_000_000);
+
+/// Sets how long the exit may spend handing records to `logging`.
+pub(crate) fn set_exit_budget(budget: Duration) {
+    let micros = u64::try_from(budget.as_micros()).unwrap_or(u64::MAX);
+    EXIT_BUDGET_MICROS.store(micros, Ordering::Relaxed);
+}
+
+/// At exit, while the interpreter is whole and before `logging.shutdown`
+/// (daemon threads still run): stops pylogsink's thread after the record
+/// in hand and joins it, so that it never re-takes the GIL once
+/// finalization began, then delivers what still waits, for at most the
+/// exit budget in all; what is left then goes to fd 2 as text, counted.
+/// A handler that spends longer than the budget on one record is the one
+/// way the thread outlives the exit: then it is left to Python.
 pub(crate) fn at_exit(py: Python<'_>) {
     let Some(state) = STATE.get(py) else {
         return;
     };
+    let budget = Duration::from_micros(EXIT_BUDGET_MICROS.load(Ordering::Relaxed));
+    let deadline = Instant::now() + budget;
     if !STOP.swap(true, Ordering::AcqRel) {
         queue::wake();
         let thread = lock(&state.thread).clone_ref(py);
-        if let Err(err) = thread.bind(py).call_method1("join", (1.0,)) {
+        if let Err(err) = thread
+            .bind(py)
+            .call_method1("join", (budget.as_secs_f64(),))
+        {
             err.write_unraisable(py, None);
         }
     }
     for batch in take_all_pending() {
-        if let Some(err) = deliver(py, &batch) {
+        if let Some(err) = deliver(py, &batch, Until::Deadline(deadline)) {
             err.write_unraisable(py, None);
         }
     }
