@@ -18,24 +18,19 @@ import textwrap
 
 import pytest
 
+# The scenarios import fork_helpers from here.
+ENV = dict(os.environ, PYTHONPATH=os.path.join(os.path.dirname(__file__), "scripts"))
+
 FORKS = textwrap.dedent(
     """
-    import logging, os, sys, time
+    import os, sys, time
     import pylogsink
+    from fork_helpers import seen, to_logging
 
     destination, runs, child_budget = sys.argv[1], int(sys.argv[2]), float(sys.argv[3])
     pylogsink.set_stall_wait(0.005)
     if destination == "logging":
-        pylogsink.set_log_destination("logging")
-        pylogsink.set_log_filter("trace")
-        seen = []
-
-        class Count(logging.Handler):
-            def emit(self, record):
-                seen.append(record.getMessage())
-
-        logging.getLogger().addHandler(Count())
-        logging.getLogger().setLevel(logging.INFO)
+        to_logging()
     busy = [pylogsink.start_background_logger(10**9) for _ in range(4)]
     hung = 0
     failed = 0
@@ -88,6 +83,7 @@ def forks(destination: str, runs: int, *, full_pipe: bool) -> tuple[int, int]:
         [sys.executable, "-c", FORKS, destination, str(runs), "5"],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE if full_pipe else subprocess.DEVNULL,
+        env=ENV,
     )
     try:
         out, _ = child.communicate(timeout=300) if not full_pipe else (child.stdout.read(), None)  # type: ignore[union-attr]
@@ -114,21 +110,13 @@ def test_children_never_hang_when_fd2_is_a_full_pipe(destination: str) -> None:
 
 MULTIPROCESSING = textwrap.dedent(
     """
-    import logging, multiprocessing, sys
+    import multiprocessing, sys
     import pylogsink
+    from fork_helpers import seen, to_logging
 
     destination = sys.argv[1]
     if destination == "logging":
-        pylogsink.set_log_destination("logging")
-        pylogsink.set_log_filter("trace")
-    seen = []
-
-    class Count(logging.Handler):
-        def emit(self, record):
-            seen.append(record.getMessage())
-
-    logging.getLogger().addHandler(Count())
-    logging.getLogger().setLevel(logging.INFO)
+        to_logging()
 
     def work(i):
         del seen[:]
@@ -172,6 +160,7 @@ def test_multiprocessing_fork_children_all_exit_with_their_records(destination: 
         capture_output=True,
         text=True,
         timeout=280,
+        env=ENV,
     )
     codes_text, _, got_text = out.stdout.partition("] ")
     codes = eval(codes_text + "]")  # a list of ints and Nones printed by the child
@@ -189,19 +178,11 @@ def test_the_child_gets_nothing_the_parent_had_waiting() -> None:
     parent only: the child starts with empty queues."""
     code = textwrap.dedent(
         """
-        import logging, os, sys
+        import os, sys
         import pylogsink
+        from fork_helpers import seen, to_logging
 
-        pylogsink.set_log_destination("logging")
-        pylogsink.set_log_filter("trace")
-        seen = []
-
-        class Count(logging.Handler):
-            def emit(self, record):
-                seen.append(record.getMessage())
-
-        logging.getLogger().addHandler(Count())
-        logging.getLogger().setLevel(logging.INFO)
+        to_logging()
         # This thread keeps the GIL (no switch for 100 s, no blocking call),
         # so the five records still wait, undelivered, when it forks.
         sys.setswitchinterval(100)
@@ -221,7 +202,7 @@ def test_the_child_gets_nothing_the_parent_had_waiting() -> None:
         print(os.waitstatus_to_exitcode(status), len([m for m in seen if m.startswith("background line")]))
         """
     )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, env=ENV)
     child_code, parent_count = out.stdout.split()
     assert int(child_code) == 10, "the child delivered none of the parent's records"
     assert int(parent_count) == 5, "the parent delivered its own five"
@@ -236,19 +217,11 @@ def test_a_child_delivers_its_native_threads_records_with_no_call_made() -> None
     log outside any call reach ``logging`` with no call made."""
     code = textwrap.dedent(
         """
-        import logging, os, time
+        import os, time
         import pylogsink
+        from fork_helpers import seen, to_logging
 
-        pylogsink.set_log_destination("logging")
-        pylogsink.set_log_filter("trace")
-        seen = []
-
-        class Count(logging.Handler):
-            def emit(self, record):
-                seen.append(record.getMessage())
-
-        logging.getLogger().addHandler(Count())
-        logging.getLogger().setLevel(logging.INFO)
+        to_logging()
         pylogsink.noop_in_call()
         pid = os.fork()
         if pid == 0:
@@ -262,5 +235,5 @@ def test_a_child_delivers_its_native_threads_records_with_no_call_made() -> None
         print(os.waitstatus_to_exitcode(status))
         """
     )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, env=ENV)
     assert out.stdout.split() == ["13"], out.stderr
