@@ -18,8 +18,10 @@
 //! when the handler is installed.
 
 use super::registry::visit_waiting;
+use super::stats::count_left_out;
 use crate::control::stall_wait;
 use crate::dest::fd::{self, write_from_signal_handler};
+use crate::dest::kept::write_left_out_note;
 use crate::dest::pending::PendingRecord;
 use crate::dest::CAP;
 use crate::record::lock;
@@ -130,7 +132,35 @@ fn write_waiting() {
         }
         _ => skipped += 1,
     };
-    let busy = visit_waiting(&mut |fd, text| write(fd, text), &mut record);
+    // Where lines or records were left out, their note first, as where
+    // they are written by the living process.
+    let note = |fd: i32, n: u64, unit: &str, bytes: u64, cap: usize| {
+        if n > 0 {
+            let mut note = Note::new();
+            note.push(b"[pylogsink] ");
+            let _ = write_left_out_note(&mut note, n, unit, bytes, cap);
+            note.push(b"\n");
+            write(fd, note.as_bytes());
+            count_left_out(n);
+        }
+    };
+    let busy = visit_waiting(
+        &mut |fd, kept| {
+            let (n, bytes) = kept.left_out();
+            note(fd, n, "line", bytes, kept.cap());
+            write(fd, kept.lines_bytes());
+        },
+        &mut |fd, pending| {
+            note(
+                fd,
+                pending.left_out,
+                "record",
+                pending.left_out_bytes,
+                pending.cap(),
+            );
+            pending.records().for_each(|r| record(fd, r));
+        },
+    );
     if busy + skipped > 0 {
         let mut note = Note::new();
         note.push(b"[pylogsink] crashed: ");
@@ -144,14 +174,14 @@ fn write_waiting() {
 
 /// A line built on the stack.
 struct Note {
-    bytes: [u8; 128],
+    bytes: [u8; 160],
     len: usize,
 }
 
 impl Note {
     fn new() -> Note {
         Note {
-            bytes: [0; 128],
+            bytes: [0; 160],
             len: 0,
         }
     }
@@ -181,6 +211,14 @@ impl Note {
     }
 }
 
+impl std::fmt::Write for Note {
+    /// Allocates nothing: what does not fit is cut.
+    fn write_str(&mut self, s: &str) -> std::fmt::Result {
+        self.push(s.as_bytes());
+        Ok(())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -201,6 +239,62 @@ mod tests {
         for _ in 0..20 {
             note.push(b"0123456789");
         }
-        assert_eq!(note.as_bytes().len(), 128);
+        assert_eq!(note.as_bytes().len(), 160);
+    }
+
+    #[test]
+    fn the_largest_left_out_note_fits() {
+        let mut note = Note::new();
+        note.push(b"[pylogsink] ");
+        write_left_out_note(&mut note, u64::MAX, "record", u64::MAX, CAP).unwrap();
+        note.push(b"\n");
+        let text = std::str::from_utf8(note.as_bytes()).unwrap();
+        assert!(text.ends_with("waited at once\n"), "{text}");
+    }
+
+    #[test]
+    fn the_dump_of_an_overflowed_call_starts_with_its_note() {
+        use crate::core::testing::Pipe;
+        use crate::core::thread::THREAD;
+        use crate::record::{Level, Record};
+        let pipe = Pipe::new();
+        install();
+        THREAD.with(|t| t.enter(|| false, || -1));
+        for i in 0..3000 {
+            crate::core::emit::emit_record(&Record {
+                level: Level::Info,
+                target: "rt",
+                file: "rt.rs",
+                line: 1,
+                message: format!("line {i:04} {}", "x".repeat(60)).as_bytes(),
+                fields: None,
+            });
+        }
+        let before = crate::core::stats::left_out();
+        // The pipe holds one page: read while the handler writes.
+        let dump = std::thread::scope(|s| {
+            let reader = s.spawn(|| pipe.read_all());
+            write_waiting();
+            reader.join().unwrap()
+        });
+        THREAD.with(|t| {
+            t.leave();
+            drop(t.take_kept());
+        });
+        let first = dump.lines().next().unwrap();
+        assert!(
+            first.starts_with("[pylogsink] ") && first.contains(" lines ("),
+            "{first}"
+        );
+        let noted: u64 = first["[pylogsink] ".len()..]
+            .split(' ')
+            .next()
+            .unwrap()
+            .parse()
+            .unwrap();
+        let lines = dump.lines().count() as u64 - 1;
+        assert_eq!(noted + lines, 3000);
+        assert_eq!(crate::core::stats::left_out() - before, noted);
+        assert!(dump.ends_with(&format!("line 2999 {}\n", "x".repeat(60))));
     }
 }

@@ -143,12 +143,12 @@ pub(crate) fn append(taken: Taken) {
     }
 }
 
-/// Hands the queued lines to `text`, from a signal handler: the lock is
-/// only tried. Returns 1 if it was held, else 0.
-pub(crate) fn visit(text: &mut dyn FnMut(&[u8])) -> usize {
+/// Hands the queue to `text`, from a signal handler: the lock is only
+/// tried. Returns 1 if it was held, else 0.
+pub(crate) fn visit(text: &mut dyn FnMut(&Kept)) -> usize {
     match QUEUE.try_lock() {
         Ok(queue) => {
-            text(queue.lines_bytes());
+            text(&queue);
             0
         }
         Err(_) => 1,

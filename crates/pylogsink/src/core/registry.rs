@@ -11,7 +11,8 @@
 use super::queue;
 use super::shared::Shared;
 use super::stats::EMITTED_ELSEWHERE;
-use crate::dest::pending::{self, Batch, PendingRecord};
+use crate::dest::pending::{self, Batch, Pending};
+use crate::dest::Kept;
 use crate::record::{lock, HeldForFork};
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex, Once, Weak};
@@ -107,10 +108,10 @@ fn live_threads() -> Vec<Arc<Shared>> {
 /// nothing and only tries locks; returns how many buffers it skipped
 /// because their lock was held.
 pub(crate) fn visit_waiting(
-    text: &mut dyn FnMut(i32, &[u8]),
-    record: &mut dyn FnMut(i32, &PendingRecord),
+    text: &mut dyn FnMut(i32, &Kept),
+    records: &mut dyn FnMut(i32, &Pending),
 ) -> usize {
-    let mut busy = pending::queue::visit(&mut |r| record(-1, r));
+    let mut busy = pending::queue::visit(&mut |p| records(-1, p));
     busy += queue::visit(&mut |lines| text(-1, lines));
     let Ok(registry) = REGISTRY.try_lock() else {
         return busy + 1;
@@ -121,11 +122,11 @@ pub(crate) fn visit_waiting(
         };
         let fd = shared.crash_fd.load(Ordering::Relaxed);
         match shared.kept.try_lock() {
-            Ok(kept) => text(fd, kept.lines_bytes()),
+            Ok(kept) => text(fd, &kept),
             Err(_) => busy += 1,
         }
         match shared.pending.try_lock() {
-            Ok(pending) => pending.records().for_each(|r| record(fd, r)),
+            Ok(pending) => records(fd, &pending),
             Err(_) => busy += 1,
         }
         // Dropping what may be the last reference would free memory.

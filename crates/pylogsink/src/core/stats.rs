@@ -49,6 +49,12 @@ pub(crate) fn count_records_noted(batch: &Batch) {
     LEFT_OUT.fetch_add(batch.left_out, Ordering::Relaxed);
 }
 
+/// Adds `n` lines or records left out to the count, where their note was
+/// written by hand (the crash handler). An atomic add: signal-safe.
+pub(crate) fn count_left_out(n: u64) {
+    LEFT_OUT.fetch_add(n, Ordering::Relaxed);
+}
+
 /// A count per level.
 pub(crate) struct PerLevel([AtomicU64; 6]);
 

@@ -69,6 +69,22 @@ impl Pipe {
         String::from_utf8(out).expect("records are UTF-8")
     }
 
+    /// Everything written to the pipe until the writer stops for 200 ms,
+    /// read while it is written (more than the pipe holds).
+    pub(crate) fn read_all(&self) -> String {
+        let mut out = String::new();
+        let mut quiet = std::time::Instant::now();
+        while quiet.elapsed() < Duration::from_millis(200) {
+            let got = self.read();
+            if !got.is_empty() {
+                quiet = std::time::Instant::now();
+                out.push_str(&got);
+            }
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        out
+    }
+
     /// Fills the pipe: the next write finds no room.
     pub(crate) fn fill(&self) {
         let page = [b'.'; 4096];

@@ -18,7 +18,22 @@ pub(crate) const CAP: usize = 64 * 1024;
 /// The note that stands where `n` lines or records (`unit`), `bytes` bytes
 /// in all, were left out of a buffer that holds `cap` bytes.
 pub(crate) fn left_out_note(n: u64, unit: &str, bytes: u64, cap: usize) -> String {
-    format!(
+    let mut note = String::new();
+    let _ = write_left_out_note(&mut note, n, unit, bytes, cap);
+    note
+}
+
+/// [`left_out_note`] into `out`, which may be a buffer on the stack: it
+/// allocates nothing, for the crash handler.
+pub(crate) fn write_left_out_note(
+    out: &mut impl std::fmt::Write,
+    n: u64,
+    unit: &str,
+    bytes: u64,
+    cap: usize,
+) -> std::fmt::Result {
+    write!(
+        out,
         "{n} {unit}{} ({bytes} bytes) left out here: more than {} KiB waited at once",
         plural(n),
         cap / 1024
@@ -71,6 +86,16 @@ impl Kept {
     #[cfg(test)]
     pub(crate) fn is_empty(&self) -> bool {
         self.lines.is_empty() && self.left_out_bytes == 0 && self.cut_lines == 0
+    }
+
+    /// The lines left out so far, and their bytes: what the note says.
+    pub(crate) fn left_out(&self) -> (u64, u64) {
+        (self.left_out_lines, self.left_out_bytes)
+    }
+
+    /// The most bytes it keeps.
+    pub(crate) fn cap(&self) -> usize {
+        self.cap
     }
 
     /// The kept lines as they are, oldest first, without the note: what

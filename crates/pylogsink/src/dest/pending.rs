@@ -148,6 +148,11 @@ impl Pending {
         }
     }
 
+    /// The most bytes of records it keeps.
+    pub(crate) fn cap(&self) -> usize {
+        self.cap
+    }
+
     /// Adds a record; the oldest ones make room for it.
     pub(crate) fn push(&mut self, record: PendingRecord) {
         self.bytes += record.size();
@@ -294,12 +299,12 @@ pub(crate) mod queue {
         }
     }
 
-    /// Hands every record that waits to `f`, from a signal handler: the
+    /// Hands the records that wait to `f`, from a signal handler: the
     /// lock is only tried. Returns 1 if it was held, else 0.
-    pub(crate) fn visit(f: &mut dyn FnMut(&PendingRecord)) -> usize {
+    pub(crate) fn visit(f: &mut dyn FnMut(&Pending)) -> usize {
         match QUEUE.try_lock() {
             Ok(queue) => {
-                queue.records().for_each(f);
+                f(&queue);
                 0
             }
             Err(_) => 1,
