@@ -28,25 +28,68 @@ use crate::dest::pending::{Batch, PendingRecord};
 use crate::record::escape::escape_name;
 use crate::record::fields::{OwnedFields, OwnedValue};
 use crate::record::lock;
-use pyo3::intern;
 use pyo3::prelude::*;
-use pyo3::sync::PyOnceLock;
-use pyo3::types::{PyCFunction, PyDict, PyTuple};
+use pyo3::types::{PyCFunction, PyDict, PyString, PyTuple};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::Mutex;
+use std::sync::{Mutex, OnceLock};
 use std::time::{Duration, Instant, UNIX_EPOCH};
 
 /// What delivery needs from Python, made once.
+///
+/// It lives in a std `OnceLock`, set with the GIL held and no Python code
+/// running, and delivery uses names interned here rather than `intern!`:
+/// pyo3's once-cells (`PyOnceLock`, behind `intern!`) are filled with the
+/// GIL released, so a `fork()` by another thread at that moment would leave
+/// the child a cell marked as being filled by a thread it does not have,
+/// and the child's first record would wait for it forever.
 struct State {
     logging: Py<PyModule>,
     threading: Py<PyModule>,
     /// Loggers by target, as `logging.getLogger` gave them.
     loggers: Py<PyDict>,
-    /// pylogsink's own Python thread (a new one in a forked child).
-    thread: Mutex<Py<PyAny>>,
+    names: Names,
+    /// pylogsink's own Python thread (a new one in a forked child); none
+    /// until it started.
+    thread: Mutex<Option<Py<PyAny>>>,
 }
 
-static STATE: PyOnceLock<State> = PyOnceLock::new();
+/// The attribute and method names delivery uses on every record.
+struct Names {
+    get_effective_level: Py<PyString>,
+    manager: Py<PyString>,
+    disable: Py<PyString>,
+    make_record: Py<PyString>,
+    handle: Py<PyString>,
+    created: Py<PyString>,
+    relative_created: Py<PyString>,
+    msecs: Py<PyString>,
+    thread: Py<PyString>,
+    active: Py<PyString>,
+    name: Py<PyString>,
+    thread_name: Py<PyString>,
+}
+
+impl Names {
+    fn new(py: Python<'_>) -> Names {
+        let name = |text: &str| PyString::intern(py, text).unbind();
+        Names {
+            get_effective_level: name("getEffectiveLevel"),
+            manager: name("manager"),
+            disable: name("disable"),
+            make_record: name("makeRecord"),
+            handle: name("handle"),
+            created: name("created"),
+            relative_created: name("relativeCreated"),
+            msecs: name("msecs"),
+            thread: name("thread"),
+            active: name("_active"),
+            name: name("name"),
+            thread_name: name("threadName"),
+        }
+    }
+}
+
+static STATE: OnceLock<State> = OnceLock::new();
 static STOP: AtomicBool = AtomicBool::new(false);
 static PREFIX: Mutex<String> = Mutex::new(String::new());
 
@@ -88,53 +131,61 @@ pub(crate) fn start(py: Python<'_>) -> PyResult<()> {
 }
 
 fn state(py: Python<'_>) -> PyResult<&'static State> {
-    STATE.get_or_try_init(py, || -> PyResult<State> {
-        let logging = py.import("logging")?;
-        if logging
-            .call_method1("getLevelName", (5,))?
-            .extract::<String>()?
-            == "Level 5"
-        {
-            logging.call_method1("addLevelName", (5, "TRACE"))?;
+    if let Some(state) = STATE.get() {
+        return Ok(state);
+    }
+    let made = State {
+        logging: py.import("logging")?.unbind(),
+        threading: py.import("threading")?.unbind(),
+        loggers: PyDict::new(py).unbind(),
+        names: Names::new(py),
+        thread: Mutex::new(None),
+    };
+    // The imports may have let another thread make and set its own.
+    let first = STATE.set(made).is_ok();
+    let state = STATE.get_or_init(|| unreachable!("set just above"));
+    if first {
+        set_up(py, state)?;
+    }
+    Ok(state)
+}
+
+/// Done once, by the thread whose state was set.
+fn set_up(py: Python<'_>, state: &State) -> PyResult<()> {
+    let logging = state.logging.bind(py);
+    if logging
+        .call_method1("getLevelName", (5,))?
+        .extract::<String>()?
+        == "Level 5"
+    {
+        logging.call_method1("addLevelName", (5, "TRACE"))?;
+    }
+    watch_levels(py, logging)?;
+    let at_exit =
+        PyCFunction::new_closure(py, Some(c"pylogsink_logging_at_exit"), None, |args, _| {
+            at_exit(args.py());
+        })?;
+    py.import("atexit")?.call_method1("register", (at_exit,))?;
+    // A forked child has no thread but the one that forked: it starts a
+    // delivery thread of its own.
+    let in_child = PyCFunction::new_closure(py, Some(c"pylogsink_after_fork"), None, |args, _| {
+        if let Some(state) = STATE.get() {
+            if let Err(err) = start_thread(args.py(), state) {
+                err.write_unraisable(args.py(), None);
+            }
         }
-        watch_levels(py, &logging)?;
-        let at_exit =
-            PyCFunction::new_closure(py, Some(c"pylogsink_logging_at_exit"), None, |args, _| {
-                at_exit(args.py());
-            })?;
-        py.import("atexit")?.call_method1("register", (at_exit,))?;
-        let threading = py.import("threading")?;
-        let thread = start_thread(py, &threading)?;
-        // A forked child has no thread but the one that forked: it starts
-        // a delivery thread of its own.
-        let in_child =
-            PyCFunction::new_closure(py, Some(c"pylogsink_after_fork"), None, |args, _| {
-                let py = args.py();
-                let Some(state) = STATE.get(py) else {
-                    return;
-                };
-                match start_thread(py, state.threading.bind(py)) {
-                    Ok(thread) => *lock(&state.thread) = thread,
-                    Err(err) => err.write_unraisable(py, None),
-                }
-            })?;
-        let kwargs = PyDict::new(py);
-        kwargs.set_item("after_in_child", in_child)?;
-        py.import("os")?
-            .getattr("register_at_fork")?
-            .call((), Some(&kwargs))?;
-        Ok(State {
-            logging: logging.unbind(),
-            threading: threading.unbind(),
-            loggers: PyDict::new(py).unbind(),
-            thread: Mutex::new(thread),
-        })
-    })
+    })?;
+    let kwargs = PyDict::new(py);
+    kwargs.set_item("after_in_child", in_child)?;
+    py.import("os")?
+        .getattr("register_at_fork")?
+        .call((), Some(&kwargs))?;
+    start_thread(py, state)
 }
 
 /// Starts pylogsink's Python thread, which delivers the records logged
 /// outside any call.
-fn start_thread(py: Python<'_>, threading: &Bound<'_, PyModule>) -> PyResult<Py<PyAny>> {
+fn start_thread(py: Python<'_>, state: &State) -> PyResult<()> {
     let run =
         PyCFunction::new_closure(py, Some(c"pylogsink_logging_delivery"), None, |args, _| {
             run_thread(args.py());
@@ -143,9 +194,14 @@ fn start_thread(py: Python<'_>, threading: &Bound<'_, PyModule>) -> PyResult<Py<
     kwargs.set_item("target", run)?;
     kwargs.set_item("name", "pylogsink-logging")?;
     kwargs.set_item("daemon", true)?;
-    let thread = threading.getattr("Thread")?.call((), Some(&kwargs))?;
+    let thread = state
+        .threading
+        .bind(py)
+        .getattr("Thread")?
+        .call((), Some(&kwargs))?;
     thread.call_method0("start")?;
-    Ok(thread.unbind())
+    *lock(&state.thread) = Some(thread.unbind());
+    Ok(())
 }
 
 /// Hears of every change of Python's levels as it happens: `logging`
@@ -309,6 +365,7 @@ fn logger<'py>(py: Python<'py>, state: &State, name: &str) -> PyResult<Bound<'py
 /// factory applies, given the time and thread of when it was logged, and
 /// handed to `Logger.handle`.
 fn handle(py: Python<'_>, state: &State, prefix: &str, record: &PendingRecord) -> PyResult<()> {
+    let n = &state.names;
     let name = logger_name(prefix, &record.target);
     let logger = logger(py, state, &name)?;
     let levelno = record.level.python_levelno();
@@ -319,11 +376,11 @@ fn handle(py: Python<'_>, state: &State, prefix: &str, record: &PendingRecord) -
         None => {
             let epoch = pylevels::epoch();
             let effective: i32 = logger
-                .call_method0(intern!(py, "getEffectiveLevel"))?
+                .call_method0(n.get_effective_level.bind(py))?
                 .extract()?;
             let disable: i32 = logger
-                .getattr(intern!(py, "manager"))?
-                .getattr(intern!(py, "disable"))?
+                .getattr(n.manager.bind(py))?
+                .getattr(n.disable.bind(py))?
                 .extract()?;
             let lowest = pylevels::lowest_taken(effective, disable);
             pylevels::learn(&record.target, lowest, epoch);
@@ -342,13 +399,13 @@ fn handle(py: Python<'_>, state: &State, prefix: &str, record: &PendingRecord) -
         PyTuple::empty(py),
         py.None(),
     );
-    let made = logger.call_method1(intern!(py, "makeRecord"), args)?;
+    let made = logger.call_method1(n.make_record.bind(py), args)?;
     stamp(py, state, &made, record)?;
     if let Some(fields) = &record.fields {
         attach_fields(py, &made, fields)?;
     }
     // `handle` checks `Logger.disabled` and the logger's filters itself.
-    logger.call_method1(intern!(py, "handle"), (made,))?;
+    logger.call_method1(n.handle.bind(py), (made,))?;
     Ok(())
 }
 
@@ -359,26 +416,27 @@ fn stamp(
     made: &Bound<'_, PyAny>,
     record: &PendingRecord,
 ) -> PyResult<()> {
+    let n = &state.names;
     let since = record
         .created
         .duration_since(UNIX_EPOCH)
         .unwrap_or_default();
     let created = since.as_secs_f64();
-    let delivered: f64 = made.getattr(intern!(py, "created"))?.extract()?;
-    let relative: f64 = made.getattr(intern!(py, "relativeCreated"))?.extract()?;
-    made.setattr(intern!(py, "created"), created)?;
-    made.setattr(intern!(py, "msecs"), f64::from(since.subsec_millis()))?;
+    let delivered: f64 = made.getattr(n.created.bind(py))?.extract()?;
+    let relative: f64 = made.getattr(n.relative_created.bind(py))?.extract()?;
+    made.setattr(n.created.bind(py), created)?;
+    made.setattr(n.msecs.bind(py), f64::from(since.subsec_millis()))?;
     made.setattr(
-        intern!(py, "relativeCreated"),
+        n.relative_created.bind(py),
         relative - (delivered - created) * 1000.0,
     )?;
-    made.setattr(intern!(py, "thread"), record.thread)?;
-    let active = state.threading.bind(py).getattr(intern!(py, "_active"))?;
+    made.setattr(n.thread.bind(py), record.thread)?;
+    let active = state.threading.bind(py).getattr(n.active.bind(py))?;
     let name = match active.get_item(record.thread) {
-        Ok(thread) => thread.getattr(intern!(py, "name"))?,
+        Ok(thread) => thread.getattr(n.name.bind(py))?,
         Err(_) => pyo3::types::PyString::new(py, &record.thread_name).into_any(),
     };
-    made.setattr(intern!(py, "threadName"), name)?;
+    made.setattr(n.thread_name.bind(py), name)?;
     Ok(())
 }
 
@@ -441,7 +499,7 @@ fn run_thread(py: Python<'_>) {
         if woken == Woken::Stop {
             return;
         }
-        if let Some(state) = STATE.get(py) {
+        if let Some(state) = STATE.get() {
             if let Err(err) = refresh_levels(py, state) {
                 err.write_unraisable(py, None);
             }
@@ -501,19 +559,21 @@ pub(crate) fn set_exit_budget(budget: Duration) {
 /// A handler that spends longer than the budget on one record is the one
 /// way the thread outlives the exit: then it is left to Python.
 pub(crate) fn at_exit(py: Python<'_>) {
-    let Some(state) = STATE.get(py) else {
+    let Some(state) = STATE.get() else {
         return;
     };
     let budget = Duration::from_micros(EXIT_BUDGET_MICROS.load(Ordering::Relaxed));
     let deadline = Instant::now() + budget;
     if !STOP.swap(true, Ordering::AcqRel) {
         queue::wake();
-        let thread = lock(&state.thread).clone_ref(py);
-        if let Err(err) = thread
-            .bind(py)
-            .call_method1("join", (budget.as_secs_f64(),))
-        {
-            err.write_unraisable(py, None);
+        let thread = lock(&state.thread).as_ref().map(|t| t.clone_ref(py));
+        if let Some(thread) = thread {
+            if let Err(err) = thread
+                .bind(py)
+                .call_method1("join", (budget.as_secs_f64(),))
+            {
+                err.write_unraisable(py, None);
+            }
         }
     }
     for batch in take_all_pending() {
