@@ -5,6 +5,7 @@ signal takes its course (faulthandler's traceback included)."""
 from __future__ import annotations
 
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -82,3 +83,46 @@ def test_an_unknown_crash_is_refused() -> None:
 
     with pytest.raises(ValueError, match='unknown crash "boom"'):
         pylogsink.crash("boom")  # type: ignore[arg-type]
+
+
+# A call that kept more than its budget, then crashed: the note that
+# stands for what it left out comes first, as at a return.
+
+OVERFLOW_UNDER_REDIRECT = """
+import contextlib, io, pylogsink_testext as t
+with contextlib.redirect_stderr(io.StringIO()):
+    t.log_then_crash({count}, {kind!r})
+"""
+
+OVERFLOW_WITH_LOGGING = """
+import logging, io, pylogsink_testext as t
+logging.basicConfig(level=logging.INFO, stream=io.StringIO())
+t.set_log_destination("logging")
+t.log_then_crash({count}, {kind!r})
+"""
+
+NOTE = re.compile(r"\[pylogsink\] (\d+) (line|record)s? \((\d+) bytes\) left out here: more than 64 KiB waited at once")
+
+
+@pytest.mark.parametrize("kind", ["segv", "abort"])
+@pytest.mark.parametrize(
+    ("code", "unit"), [(OVERFLOW_UNDER_REDIRECT, "line"), (OVERFLOW_WITH_LOGGING, "record")], ids=["redirect_stderr", "logging"]
+)
+def test_a_crash_after_an_overflowed_call_writes_the_note_first(kind: str, code: str, unit: str) -> None:
+    count = 3000  # about 200 KiB of lines: most are left out
+    done = crash(code.format(count=count, kind=kind))
+    assert done.returncode == -SIGNALS[kind], done.stderr
+    lines = done.stderr.splitlines(keepends=True)
+    m = NOTE.match(lines[0])
+    assert m and m.group(2) == unit, done.stderr[:500]
+    written = records(done.stderr)
+    assert len(written) == len(lines) - 1, "the note, then the records, and nothing else"
+    numbers = [int(r.split("] line ")[1].split()[0]) for r in written]
+    left_out = int(m.group(1))
+    assert left_out + len(written) == count
+    assert numbers == list(range(left_out, count)), "the newest, in order"
+    if unit == "line":
+        # The bytes too: what was logged minus what was written.
+        head = len(written[0]) - len(f"line {numbers[0]} of {count}")
+        logged = sum(head + len(f"line {i} of {count}") + 1 for i in range(count))
+        assert int(m.group(3)) == logged - sum(len(line) for line in lines[1:])

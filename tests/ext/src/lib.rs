@@ -368,6 +368,35 @@ fn h2_get(py: Python<'_>, port: u16, path: &str, detach: bool) -> PyResult<(u16,
     })
 }
 
+/// Logs `count` Warn records ("line N of COUNT", target `testext::crash`)
+/// in one call, then crashes the process inside it: "segv" raises SIGSEGV,
+/// "abort" calls `abort()`. No Fatal line: what the call kept is left to
+/// the crash handler.
+#[pyfunction]
+fn log_then_crash(py: Python<'_>, count: usize, kind: &str) -> PyResult<()> {
+    let signal = match kind {
+        "segv" => libc::SIGSEGV,
+        "abort" => libc::SIGABRT,
+        _ => {
+            return Err(PyValueError::new_err(format!(
+                "unknown crash {kind:?}: expected \"segv\" or \"abort\""
+            )))
+        }
+    };
+    pylogsink::call(py, || {
+        for i in 0..count {
+            log::warn!(target: "testext::crash", "line {i} of {count}");
+        }
+        if signal == libc::SIGABRT {
+            std::process::abort();
+        }
+        // SAFETY: raise only sends a signal to this thread; the crash is
+        // what this function is for.
+        unsafe { libc::raise(signal) };
+        Ok(())
+    })
+}
+
 /// Logs `message` at `level` ("trace" to "error") under `target`, handing
 /// the record straight to the logger.
 #[pyfunction]
@@ -464,5 +493,6 @@ fn _testext(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(h2_get, m)?)?;
     m.add_function(wrap_pyfunction!(log_enabled, m)?)?;
     m.add_function(wrap_pyfunction!(log_levels, m)?)?;
+    m.add_function(wrap_pyfunction!(log_then_crash, m)?)?;
     Ok(())
 }

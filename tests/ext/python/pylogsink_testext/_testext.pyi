@@ -25,6 +25,10 @@ def log_at(level: _Level, target: str, message: str) -> None:
 def log_enabled(level: _Level, target: str) -> tuple[bool, bool]:
     """The logger's enabled() answer, and whether level is within log::max_level()."""
 
+def log_then_crash(count: int, kind: Literal["segv", "abort"]) -> None:
+    """Logs count Warn records ("line N of COUNT", target testext::crash) in
+    one call, then crashes inside it: SIGSEGV ("segv") or abort() ("abort")."""
+
 def set_log_filter(spec: str) -> None:
     """Sets the filter (env_logger directives); ValueError on a bad directive, filter unchanged."""
 

@@ -1,0 +1,157 @@
+"""``log_stats()["left_out"]`` (stats.rs): what a budget leaves out is
+counted once the note that reports it is written to fd 2 or handed to
+``logging``, so the count equals the total of the notes, in every
+destination: a call's lines for stderr, a call's records for ``logging``,
+the process-wide queue of lines logged outside any call, and the queue of
+records logged outside any call.
+
+Each scenario runs in a child process, with a timeout: the counts are the
+process's own, and the queue needs the process's own stderr."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import time
+
+from conftest import popen, python, records
+
+# "[pylogsink] 12 lines (1200 bytes) left out here: ..." on fd 2, and
+# "12 records (1200 bytes) left out here: ..." as a logging Warning.
+NOTE = re.compile(r"(?:\[pylogsink\] )?(\d+) (?:line|record)s? \((\d+) bytes\) left out here")
+
+
+def child_env() -> dict[str, str]:
+    return {k: v for k, v in os.environ.items() if not k.startswith(("PYTEST_", "PYLOGSINK_"))}
+
+
+def noted(notes: list[str]) -> int:
+    """The lines and records that the notes among ``notes`` say were left out."""
+    return sum(int(m.group(1)) for m in map(NOTE.match, notes) if m)
+
+
+def last_json(stdout: str) -> dict[str, int]:
+    return json.loads(stdout.splitlines()[-1])
+
+
+COUNTS = (3000, 10, 5000)  # 100-byte lines: the first and last overflow 64 KiB
+
+
+def test_the_stderr_budget_counts_what_its_notes_say() -> None:
+    done = python(
+        f"""
+        import contextlib, io, json, pylogsink
+        buf = io.StringIO()
+        with contextlib.redirect_stderr(buf):
+            for n in {COUNTS}:
+                pylogsink.log_lines(n, size=100)
+        print(json.dumps({{"text": buf.getvalue(), **pylogsink.log_stats()}}))
+        """,
+        env=child_env(),
+    )
+    assert done.returncode == 0, done.stderr
+    got = json.loads(done.stdout)
+    lines = got["text"].splitlines()
+    left_out = noted(lines)
+    assert left_out > 0
+    assert len(records(got["text"])) + left_out == sum(COUNTS) == got["info"]
+    assert got["left_out"] == left_out
+
+
+# Counts the records a handler gets, and what the notes (Warnings of the
+# "pylogsink" logger) say was left out; prints them with log_stats at exit,
+# once pylogsink's own exit delivery is done (atexit runs in reverse order
+# of registration, and pylogsink registers its own later).
+COUNTING_HANDLER = r"""
+import atexit, json, logging, re, sys
+import pylogsink
+NOTE = re.compile(r"(\d+) records \((\d+) bytes\) left out here")
+counts = {"records": 0, "noted": 0, "notes": 0}
+
+class Count(logging.Handler):
+    def emit(self, record):
+        if record.name == "pylogsink":
+            counts["notes"] += 1
+            counts["noted"] += int(NOTE.match(record.getMessage()).group(1))
+        else:
+            counts["records"] += 1
+
+def report():
+    sys.stdout.write(json.dumps({**counts, **pylogsink.log_stats()}) + "\n")
+
+atexit.register(report)
+logging.getLogger().addHandler(Count())
+logging.getLogger().setLevel(logging.INFO)
+pylogsink.set_log_destination("logging")
+pylogsink.noop_in_call()
+"""
+
+
+def test_the_logging_budget_of_a_call_counts_what_its_notes_say() -> None:
+    done = python(
+        COUNTING_HANDLER
+        + f"""
+for n in {COUNTS}:
+    pylogsink.log_lines(n, size=100)
+""",
+        env=child_env(),
+    )
+    assert done.returncode == 0, done.stderr
+    got = last_json(done.stdout)
+    assert got["notes"] == 2, "the two calls over the budget"
+    assert got["records"] + got["noted"] == sum(COUNTS) == got["info"]
+    assert got["left_out"] == got["noted"]
+
+
+def test_a_million_records_outside_any_call_count_what_the_notes_say() -> None:
+    # A native thread logs 1,000,000 records outside any call, as fast as
+    # it can: pylogsink's delivery thread hands what it can to logging, the
+    # queue keeps its newest 64 KiB, and notes stand for the rest. About
+    # two seconds here.
+    count = 1_000_000
+    started = time.monotonic()
+    done = python(
+        COUNTING_HANDLER
+        + f"""
+pylogsink.start_background_logger({count}).join()
+""",
+        timeout=120,
+        env=child_env(),
+    )
+    took = time.monotonic() - started
+    assert done.returncode == 0, done.stderr
+    got = last_json(done.stdout)
+    assert got["info"] == count
+    assert got["noted"] > 0 and got["notes"] > 0, got
+    assert got["records"] + got["noted"] == count, got
+    assert got["left_out"] == got["noted"], got
+    assert done.stderr == ""
+    print(f"{count} records: {got['records']} handled, {got['noted']} in {got['notes']} notes, {took:.1f} s")
+
+
+def test_the_process_queue_counts_what_its_notes_say() -> None:
+    # A native thread logs outside any call into fd 2, a pipe the parent
+    # does not read for a second: once it is full, lines wait in the
+    # process-wide queue (its newest 64 KiB), and a note stands for the
+    # rest when the queue goes out, at the next call's return.
+    count = 5000
+    child = popen(
+        f"""
+        import json, sys, time, pylogsink
+        pylogsink.start_background_logger({count}).join()
+        time.sleep(2)
+        pylogsink.log_lines(0)
+        print(json.dumps(pylogsink.log_stats()), flush=True)
+        """,
+        env=child_env(),
+    )
+    time.sleep(1)
+    out, err = child.communicate(timeout=60)
+    assert child.returncode == 0, err.decode()
+    text = err.decode()
+    got = last_json(out.decode())
+    left_out = noted(text.splitlines())
+    assert left_out > 0, "the queue overflowed"
+    assert len(records(text)) + left_out == count == got["info"]
+    assert got["left_out"] == left_out
