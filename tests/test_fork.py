@@ -97,8 +97,8 @@ def forks(destination: str, runs: int, *, full_pipe: bool) -> tuple[int, int]:
         env=ENV,
     )
     try:
-        out, _ = child.communicate(timeout=300) if not full_pipe else (child.stdout.read(), None)  # type: ignore[union-attr]
-        child.wait(timeout=300)
+        out, _ = child.communicate(timeout=150) if not full_pipe else (child.stdout.read(), None)  # type: ignore[union-attr]
+        child.wait(timeout=150)
     finally:
         child.kill()
     text = out.decode()
@@ -107,13 +107,13 @@ def forks(destination: str, runs: int, *, full_pipe: bool) -> tuple[int, int]:
     return hung, failed
 
 
-@pytest.mark.timeout(600)
+@pytest.mark.timeout(180)
 @pytest.mark.parametrize("destination", ["stderr", "logging"])
 def test_children_of_a_busy_process_never_hang(destination: str) -> None:
     assert forks(destination, 100, full_pipe=False) == (0, 0)
 
 
-@pytest.mark.timeout(600)
+@pytest.mark.timeout(180)
 @pytest.mark.parametrize("destination", ["stderr", "logging"])
 def test_children_never_hang_when_fd2_is_a_full_pipe(destination: str) -> None:
     assert forks(destination, 10, full_pipe=True) == (0, 0)
@@ -163,14 +163,14 @@ MULTIPROCESSING = textwrap.dedent(
 )
 
 
-@pytest.mark.timeout(300)
+@pytest.mark.timeout(180)
 @pytest.mark.parametrize("destination", ["stderr", "logging"])
 def test_multiprocessing_fork_children_all_exit_with_their_records(destination: str) -> None:
     out = subprocess.run(
         [sys.executable, "-c", MULTIPROCESSING, destination],
         capture_output=True,
         text=True,
-        timeout=280,
+        timeout=150,
         env=ENV,
     )
     codes_text, _, got_text = out.stdout.partition("] ")
