@@ -36,6 +36,8 @@ def last_json(stdout: str) -> dict[str, int]:
 
 
 COUNTS = (3000, 10, 5000)  # 100-byte lines: the first and last overflow 64 KiB
+# Records for logging: the first and last overflow 10,000 records.
+RECORD_COUNTS = (12_000, 10, 15_000)
 
 
 def test_the_stderr_budget_counts_what_its_notes_say() -> None:
@@ -92,7 +94,7 @@ def test_the_logging_budget_of_a_call_counts_what_its_notes_say() -> None:
     done = python(
         COUNTING_HANDLER
         + f"""
-for n in {COUNTS}:
+for n in {RECORD_COUNTS}:
     pylogsink.log_lines(n, size=100)
 """,
         env=child_env(),
@@ -100,14 +102,31 @@ for n in {COUNTS}:
     assert done.returncode == 0, done.stderr
     got = last_json(done.stdout)
     assert got["notes"] == 2, "the two calls over the budget"
-    assert got["records"] + got["noted"] == sum(COUNTS) == got["info"]
+    assert got["noted"] == 2000 + 5000
+    assert got["records"] + got["noted"] == sum(RECORD_COUNTS) == got["info"]
     assert got["left_out"] == got["noted"]
+
+
+def test_the_builder_sets_the_logging_budget() -> None:
+    # The demo module hands PYLOGSINK_DEMO_LOGGING_BUDGET to
+    # Builder::logging_budget: 100 records within 1,000,000 bytes.
+    done = python(
+        COUNTING_HANDLER
+        + """
+pylogsink.log_lines(500, size=100)
+""",
+        env={**child_env(), "PYLOGSINK_DEMO_LOGGING_BUDGET": "100,1000000"},
+    )
+    assert done.returncode == 0, done.stderr
+    got = last_json(done.stdout)
+    assert (got["records"], got["noted"], got["notes"]) == (100, 400, 1)
+    assert got["left_out"] == 400
 
 
 def test_a_million_records_outside_any_call_count_what_the_notes_say() -> None:
     # A native thread logs 1,000,000 records outside any call, as fast as
     # it can: pylogsink's delivery thread hands what it can to logging, the
-    # queue keeps its newest 64 KiB, and notes stand for the rest. About
+    # queue keeps its newest 10,000 records, and notes stand for the rest. About
     # two seconds here.
     count = 1_000_000
     started = time.monotonic()

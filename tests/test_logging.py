@@ -291,18 +291,6 @@ def test_error_records_also_reach_the_calls_exception(caplog: pytest.LogCaptureF
     assert [r.levelname for r in of(caplog, DEMO)] == ["ERROR"]
 
 
-def test_records_over_the_cap_are_counted_in_one_note(caplog: pytest.LogCaptureFixture, demo: None) -> None:
-    caplog.set_level(logging.INFO)
-    pylogsink.log_lines(3000, "info", size=100)
-    got = of(caplog, DEMO)
-    notes = of(caplog, "pylogsink")
-    assert 0 < len(got) < 3000
-    assert got[-1].getMessage().startswith("line 0002999 of 3000"), "the newest records are kept"
-    (note,) = notes
-    assert note.levelname == "WARNING"
-    assert re.search(rf"\b{3000 - len(got)} records \(\d+ bytes\) left out", note.getMessage()), note.getMessage()
-
-
 def test_an_interrupt_in_a_handler_follows_the_interrupt_rule_after_the_rest_are_delivered(demo: None) -> None:
     got: list[str] = []
 
@@ -511,19 +499,42 @@ def test_hostile_targets_cannot_forge_a_record_through_the_logger_name() -> None
     assert not any(c < " " for line in lines for c in line)
 
 
-def test_records_left_out_are_counted_and_the_note_says_how_many(caplog: pytest.LogCaptureFixture) -> None:
-    """A call that logs more than its budget for ``logging``: the note's
-    count of records left out is what ``left_out`` grows by, and with the
-    records delivered it adds up to what was logged."""
+def test_a_chatty_call_delivers_every_record_within_the_budget(caplog: pytest.LogCaptureFixture) -> None:
+    """One call of 5000 DEBUG records of 100 bytes: the budget (10,000
+    records within 4 MiB) holds them all; no note."""
     caplog.set_level(logging.DEBUG)
     before = pylogsink.log_stats()["left_out"]
     with logging_destination(pylogsink):
         pylogsink.log_lines(5000, "debug")
+    notes = [r.getMessage() for r in caplog.records if "left out here" in r.getMessage()]
+    assert notes == []
+    assert len(of(caplog, DEMO)) == 5000
+    assert pylogsink.log_stats()["left_out"] == before
+
+
+def test_records_left_out_are_counted_and_the_note_says_how_many(caplog: pytest.LogCaptureFixture) -> None:
+    """A call that logs more than its budget for ``logging``: the newest
+    10,000 records are delivered, the note's count of records left out is
+    what ``left_out`` grows by, and with the records delivered it adds up
+    to what was logged."""
+    caplog.set_level(logging.DEBUG)
+    before = pylogsink.log_stats()["left_out"]
+    with logging_destination(pylogsink):
+        pylogsink.log_lines(12_000, "debug")
     after = pylogsink.log_stats()["left_out"]
     notes = [r.getMessage() for r in caplog.records if "left out here" in r.getMessage()]
     delivered = [r for r in of(caplog, DEMO)]
     assert len(notes) == 1, notes
-    noted = int(notes[0].split()[0])
-    assert noted > 0
+    assert [r.levelname for r in of(caplog, "pylogsink")] == ["WARNING"]
+    m = re.fullmatch(r"(\d+) records \((\d+) bytes\) left out here: more than 10000 records or 4096 KiB waited at once", notes[0])
+    assert m, notes[0]
+    noted = int(m.group(1))
+    assert noted == 2000
+    # Its bytes on the budget's measure: message, target, file and 64 each.
+    first = delivered[0]
+    size = len(first.getMessage()) + len(first.name.replace(".", "::")) + len(first.pathname) + 64
+    assert int(m.group(2)) == noted * size
     assert after - before == noted
-    assert len(delivered) + noted == 5000
+    assert len(delivered) + noted == 12_000
+    numbers = [int(r.getMessage().split()[1]) for r in delivered]
+    assert numbers == list(range(2000, 12_000)), "the newest, in order"

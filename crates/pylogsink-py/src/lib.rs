@@ -12,13 +12,27 @@ use pyo3::prelude::*;
 /// The module's initializer: installs pylogsink for the `log` crate, with
 /// Info as the default level (the scenarios log Info lines), and adds the
 /// filter controls. `PYLOGSINK_DEMO_CRASH_HANDLER=off` leaves the crash
-/// handler out, to show what a crash loses without it.
+/// handler out, to show what a crash loses without it;
+/// `PYLOGSINK_DEMO_LOGGING_BUDGET=RECORDS,BYTES` sets the builder's
+/// `logging_budget`.
 #[pymodule]
 fn _pylogsink(m: &Bound<'_, PyModule>) -> PyResult<()> {
     let crash_handler = std::env::var("PYLOGSINK_DEMO_CRASH_HANDLER").as_deref() != Ok("off");
-    pylogsink::Builder::new()
+    let mut builder = pylogsink::Builder::new()
         .default_filter("info")
-        .crash_handler(crash_handler)
+        .crash_handler(crash_handler);
+    if let Ok(budget) = std::env::var("PYLOGSINK_DEMO_LOGGING_BUDGET") {
+        let parsed = budget
+            .split_once(',')
+            .and_then(|(r, b)| Some((r.trim().parse().ok()?, b.trim().parse().ok()?)));
+        let Some((records, bytes)) = parsed else {
+            return Err(PyRuntimeError::new_err(format!(
+                "PYLOGSINK_DEMO_LOGGING_BUDGET={budget:?}: expected RECORDS,BYTES"
+            )));
+        };
+        builder = builder.logging_budget(records, bytes);
+    }
+    builder
         .init()
         .map_err(|e| PyRuntimeError::new_err(e.to_string()))?;
     pylogsink::python::add_functions(m)?;

@@ -9,7 +9,7 @@ use crate::call::logging;
 use crate::control::{self, destination, filter, Destination, FilterError, DEFAULT_FILTER};
 use crate::core::emit::emit_record;
 use crate::core::{crash, fork};
-use crate::dest::fd;
+use crate::dest::{fd, pending};
 use crate::record::color::{self, ColorChoice};
 use crate::record::{Level, Record};
 use std::fmt;
@@ -45,6 +45,7 @@ pub struct Builder {
     logger_prefix: String,
     crash_handler: bool,
     logging_exit_budget: Duration,
+    logging_budget: (usize, usize),
     /// Read only with the `tracing` feature.
     #[cfg_attr(not(feature = "tracing"), allow(dead_code))]
     tracing_subscriber: bool,
@@ -70,6 +71,7 @@ impl Builder {
             logger_prefix: String::new(),
             crash_handler: true,
             logging_exit_budget: Duration::from_secs(1),
+            logging_budget: (pending::DEFAULT_RECORDS, pending::DEFAULT_BYTES),
             tracing_subscriber: true,
         }
     }
@@ -140,6 +142,23 @@ impl Builder {
         self
     }
 
+    /// With the `logging` destination, how many records may wait in one
+    /// place (a call's, or the process's queue of records logged outside
+    /// any call) before the oldest are left out: the newest `records`
+    /// (10,000 unless set; one at the least) within `bytes` (4 MiB unless
+    /// set), a record counting for its message, target, file and 64 bytes.
+    /// What is left out becomes one note, a Warning of the `pylogsink`
+    /// logger, where it was, counted in [`stats`](crate::stats)'s `left_out`.
+    ///
+    /// ```
+    /// let builder = pylogsink::Builder::new().logging_budget(50_000, 16 << 20);
+    /// # let _ = builder;
+    /// ```
+    pub fn logging_budget(mut self, records: usize, bytes: usize) -> Builder {
+        self.logging_budget = (records, bytes);
+        self
+    }
+
     /// Whether to install the crash handler (yes, unless set): on SIGSEGV,
     /// SIGBUS, SIGILL, SIGFPE and SIGABRT it writes the lines that wait in
     /// memory to fd 2, then lets the previous handler (faulthandler's, say)
@@ -199,6 +218,7 @@ impl Builder {
         }
         logging::set_prefix(&self.logger_prefix);
         logging::set_exit_budget(self.logging_exit_budget);
+        pending::set_budget(self.logging_budget.0, self.logging_budget.1);
         let value = std::env::var_os(&self.env);
         let (users, warning) = filter::from_env(&self.env, value.as_deref(), default.spec());
         filter::set_default(default);

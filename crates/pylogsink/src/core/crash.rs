@@ -21,7 +21,7 @@ use super::registry::visit_waiting;
 use super::stats::count_left_out;
 use crate::control::stall_wait;
 use crate::dest::fd::{self, write_from_signal_handler};
-use crate::dest::kept::write_left_out_note;
+use crate::dest::kept::{write_left_out_note, Limit};
 use crate::dest::pending::PendingRecord;
 use crate::dest::CAP;
 use crate::record::lock;
@@ -134,11 +134,11 @@ fn write_waiting() {
     };
     // Where lines or records were left out, their note first, as where
     // they are written by the living process.
-    let note = |fd: i32, n: u64, unit: &str, bytes: u64, cap: usize| {
+    let note = |fd: i32, n: u64, unit: &str, bytes: u64, limit: Limit| {
         if n > 0 {
             let mut note = Note::new();
             note.push(b"[pylogsink] ");
-            let _ = write_left_out_note(&mut note, n, unit, bytes, cap);
+            let _ = write_left_out_note(&mut note, n, unit, bytes, limit);
             note.push(b"\n");
             write(fd, note.as_bytes());
             count_left_out(n);
@@ -147,7 +147,7 @@ fn write_waiting() {
     let busy = visit_waiting(
         &mut |fd, kept| {
             let (n, bytes) = kept.left_out();
-            note(fd, n, "line", bytes, kept.cap());
+            note(fd, n, "line", bytes, Limit::Bytes(kept.cap()));
             write(fd, kept.lines_bytes());
         },
         &mut |fd, pending| {
@@ -156,7 +156,7 @@ fn write_waiting() {
                 pending.left_out,
                 "record",
                 pending.left_out_bytes,
-                pending.cap(),
+                pending.limit(),
             );
             pending.records().for_each(|r| record(fd, r));
         },
@@ -174,14 +174,14 @@ fn write_waiting() {
 
 /// A line built on the stack.
 struct Note {
-    bytes: [u8; 160],
+    bytes: [u8; 256],
     len: usize,
 }
 
 impl Note {
     fn new() -> Note {
         Note {
-            bytes: [0; 160],
+            bytes: [0; 256],
             len: 0,
         }
     }
@@ -236,17 +236,18 @@ mod tests {
     #[test]
     fn a_note_never_overflows() {
         let mut note = Note::new();
-        for _ in 0..20 {
+        for _ in 0..30 {
             note.push(b"0123456789");
         }
-        assert_eq!(note.as_bytes().len(), 160);
+        assert_eq!(note.as_bytes().len(), 256);
     }
 
     #[test]
     fn the_largest_left_out_note_fits() {
         let mut note = Note::new();
         note.push(b"[pylogsink] ");
-        write_left_out_note(&mut note, u64::MAX, "record", u64::MAX, CAP).unwrap();
+        let most = Limit::Records(usize::MAX, usize::MAX);
+        write_left_out_note(&mut note, u64::MAX, "record", u64::MAX, most).unwrap();
         note.push(b"\n");
         let text = std::str::from_utf8(note.as_bytes()).unwrap();
         assert!(text.ends_with("waited at once\n"), "{text}");

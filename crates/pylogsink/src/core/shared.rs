@@ -10,7 +10,7 @@ use super::errors::Errors;
 use super::queue::{queue_push, write_buffer};
 use super::stats::PerLevel;
 use crate::dest::pending::{Pending, PendingRecord};
-use crate::dest::{Kept, Sink, CAP};
+use crate::dest::{Kept, Sink};
 use crate::record::{lock, HeldForFork};
 use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU64, AtomicU8, Ordering};
 use std::sync::{Arc, Mutex};
@@ -185,7 +185,7 @@ impl Shared {
             crash_fd: AtomicI32::new(-1),
             kept: Mutex::new(Kept::default()),
             kept_any: AtomicBool::new(false),
-            pending: Mutex::new(Pending::with_cap(CAP)),
+            pending: Mutex::new(Pending::new()),
             pending_any: AtomicBool::new(false),
             errors: Mutex::new(Errors::default()),
             errors_any: AtomicBool::new(false),

@@ -15,11 +15,31 @@ use std::fmt::Write as _;
 /// waiting for `logging`.
 pub(crate) const CAP: usize = 64 * 1024;
 
+/// The most a buffer holds, as its note says it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Limit {
+    /// Text lines: this many bytes.
+    Bytes(usize),
+    /// Records for `logging`: this many records, within this many bytes.
+    Records(usize, usize),
+}
+
+impl std::fmt::Display for Limit {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match *self {
+            Limit::Bytes(bytes) => write!(f, "{} KiB", bytes / 1024),
+            Limit::Records(records, bytes) => {
+                write!(f, "{records} records or {} KiB", bytes / 1024)
+            }
+        }
+    }
+}
+
 /// The note that stands where `n` lines or records (`unit`), `bytes` bytes
-/// in all, were left out of a buffer that holds `cap` bytes.
-pub(crate) fn left_out_note(n: u64, unit: &str, bytes: u64, cap: usize) -> String {
+/// in all, were left out of a buffer that holds at most `limit`.
+pub(crate) fn left_out_note(n: u64, unit: &str, bytes: u64, limit: Limit) -> String {
     let mut note = String::new();
-    let _ = write_left_out_note(&mut note, n, unit, bytes, cap);
+    let _ = write_left_out_note(&mut note, n, unit, bytes, limit);
     note
 }
 
@@ -30,13 +50,12 @@ pub(crate) fn write_left_out_note(
     n: u64,
     unit: &str,
     bytes: u64,
-    cap: usize,
+    limit: Limit,
 ) -> std::fmt::Result {
     write!(
         out,
-        "{n} {unit}{} ({bytes} bytes) left out here: more than {} KiB waited at once",
+        "{n} {unit}{} ({bytes} bytes) left out here: more than {limit} waited at once",
         plural(n),
-        cap / 1024
     )
 }
 
@@ -253,7 +272,12 @@ impl Kept {
             note.push('\n');
         }
         if self.left_out_bytes > 0 {
-            let text = left_out_note(self.left_out_lines, "line", self.left_out_bytes, self.cap);
+            let text = left_out_note(
+                self.left_out_lines,
+                "line",
+                self.left_out_bytes,
+                Limit::Bytes(self.cap),
+            );
             let _ = writeln!(note, "[pylogsink] {text}");
         }
         if self.cut_lines > 0 {

@@ -4,16 +4,49 @@
 //! is logged (that would run Python in the log function), so it waits as
 //! data, not text: `logging` wants the level, the target, the file and line
 //! and the time apart. Like the text buffers, a buffer keeps its newest
-//! records within a byte cap, and counts those it left out so that one note
-//! can say so where they were.
+//! records within a budget ([`set_budget`]: 10,000 records within 4 MiB
+//! unless the builder says otherwise), and counts those it left out so that
+//! one note can say so where they were.
 
-use super::kept::{left_out_note, CAP};
+use super::kept::{left_out_note, Limit};
 use crate::record::fields::{message_text, OwnedFields};
 use crate::record::format::format_record;
 use crate::record::{Level, Record};
 use std::collections::VecDeque;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::SystemTime;
+
+/// The records a buffer keeps at most, unless [`set_budget`] changed it.
+pub(crate) const DEFAULT_RECORDS: usize = 10_000;
+/// The bytes (by [`PendingRecord::size`]) a buffer keeps at most, unless
+/// [`set_budget`] changed it.
+pub(crate) const DEFAULT_BYTES: usize = 4 << 20;
+
+static BUDGET_RECORDS: AtomicUsize = AtomicUsize::new(DEFAULT_RECORDS);
+static BUDGET_BYTES: AtomicUsize = AtomicUsize::new(DEFAULT_BYTES);
+
+/// Sets how much each buffer of records keeps: the newest `records` (one
+/// at the least) within `bytes`. Buffers read it as they trim, so it holds
+/// from the next record on, everywhere.
+pub(crate) fn set_budget(records: usize, bytes: usize) {
+    BUDGET_RECORDS.store(records.max(1), Ordering::Relaxed);
+    BUDGET_BYTES.store(bytes, Ordering::Relaxed);
+}
+
+/// The budget in force: records, bytes.
+fn budget() -> (usize, usize) {
+    (
+        BUDGET_RECORDS.load(Ordering::Relaxed),
+        BUDGET_BYTES.load(Ordering::Relaxed),
+    )
+}
+
+/// The budget in force, as notes say it.
+pub(crate) fn budget_limit() -> Limit {
+    let (records, bytes) = budget();
+    Limit::Records(records, bytes)
+}
 
 /// One record as `logging` will get it.
 #[derive(Clone, Debug, PartialEq)]
@@ -58,7 +91,7 @@ impl PendingRecord {
         }
     }
 
-    /// The bytes it counts for against the cap: the most that its text
+    /// The bytes it counts for against the budget: the most that its text
     /// ([`to_text`](PendingRecord::to_text)) takes.
     pub(crate) fn size(&self) -> usize {
         let fields = self.fields.as_ref().map_or(0, |f| f.size());
@@ -83,14 +116,16 @@ impl PendingRecord {
     }
 }
 
-/// Records waiting, newest kept within `cap` bytes.
+/// Records waiting, the newest kept within the budget.
 #[derive(Debug)]
 pub(crate) struct Pending {
     records: VecDeque<PendingRecord>,
     bytes: usize,
-    cap: usize,
+    /// A budget of its own (in tests); the one in force ([`budget`]) if
+    /// none.
+    own: Option<(usize, usize)>,
     /// Records left out (the oldest ones), and the bytes they counted
-    /// for against the cap ([`PendingRecord::size`]).
+    /// for against the budget ([`PendingRecord::size`]).
     pub left_out: u64,
     pub left_out_bytes: u64,
 }
@@ -111,7 +146,7 @@ impl Batch {
     /// The note that stands where left-out records were, if any.
     pub(crate) fn note(&self) -> Option<String> {
         (self.left_out > 0)
-            .then(|| left_out_note(self.left_out, "record", self.left_out_bytes, CAP))
+            .then(|| left_out_note(self.left_out, "record", self.left_out_bytes, budget_limit()))
     }
 
     /// Hands each record of the batch to `f` as a text line for fd 2, the
@@ -138,19 +173,38 @@ impl Batch {
 }
 
 impl Pending {
-    pub(crate) const fn with_cap(cap: usize) -> Pending {
+    /// An empty buffer under the budget in force.
+    pub(crate) const fn new() -> Pending {
         Pending {
             records: VecDeque::new(),
             bytes: 0,
-            cap,
+            own: None,
             left_out: 0,
             left_out_bytes: 0,
         }
     }
 
-    /// The most bytes of records it keeps.
-    pub(crate) fn cap(&self) -> usize {
-        self.cap
+    /// An empty buffer of at most `records` records within `bytes`.
+    #[cfg(test)]
+    pub(crate) const fn with_budget(records: usize, bytes: usize) -> Pending {
+        Pending {
+            records: VecDeque::new(),
+            bytes: 0,
+            own: Some((records, bytes)),
+            left_out: 0,
+            left_out_bytes: 0,
+        }
+    }
+
+    /// The most it keeps: records, bytes.
+    fn most(&self) -> (usize, usize) {
+        self.own.unwrap_or_else(budget)
+    }
+
+    /// The most it keeps, as its note says it.
+    pub(crate) fn limit(&self) -> Limit {
+        let (records, bytes) = self.most();
+        Limit::Records(records, bytes)
     }
 
     /// Adds a record; the oldest ones make room for it.
@@ -161,9 +215,10 @@ impl Pending {
     }
 
     /// Leaves out the oldest records, and counts them, until the rest fit
-    /// under the cap (the newest one stays, whatever its size).
+    /// the budget (the newest one stays, whatever its size).
     fn trim(&mut self) {
-        while self.bytes > self.cap && self.records.len() > 1 {
+        let (most, cap) = self.most();
+        while (self.records.len() > most || self.bytes > cap) && self.records.len() > 1 {
             let old = self.records.pop_front().expect("not empty");
             self.bytes -= old.size();
             self.left_out += 1;
@@ -210,13 +265,13 @@ impl Pending {
 /// stall wait) for the one under way, and a [`Delivery`] holds its records
 /// until they have been handed over.
 pub(crate) mod queue {
-    use super::{Batch, Pending, PendingRecord, CAP};
+    use super::{Batch, Pending, PendingRecord};
     use crate::record::{lock, HeldForFork};
     use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering::SeqCst};
     use std::sync::{Condvar, Mutex, MutexGuard};
     use std::time::{Duration, Instant};
 
-    static QUEUE: Mutex<Pending> = Mutex::new(Pending::with_cap(CAP));
+    static QUEUE: Mutex<Pending> = Mutex::new(Pending::new());
     static WAITING: AtomicBool = AtomicBool::new(false);
     /// Deliveries under way.
     static DELIVERING: AtomicUsize = AtomicUsize::new(0);
@@ -393,7 +448,7 @@ mod tests {
 
     #[test]
     fn keeps_the_newest_within_the_cap_and_counts_the_rest() {
-        let mut p = Pending::with_cap(10_000);
+        let mut p = Pending::with_budget(usize::MAX, 10_000);
         for i in 0..1000 {
             p.push(record(i, 100));
         }
@@ -414,8 +469,33 @@ mod tests {
     }
 
     #[test]
+    fn keeps_at_most_the_budget_in_records_whatever_their_bytes() {
+        let mut p = Pending::with_budget(10, usize::MAX);
+        for i in 0..25 {
+            p.push(record(i, 10));
+        }
+        let batch = p.take();
+        assert_eq!((batch.records.len(), batch.left_out), (10, 15));
+        assert!(batch.records[0].message.starts_with("000015"));
+        assert_eq!(
+            p.limit().to_string(),
+            format!("10 records or {} KiB", usize::MAX / 1024)
+        );
+    }
+
+    #[test]
+    fn the_default_budget_is_ten_thousand_records_within_4_mib() {
+        assert_eq!((DEFAULT_RECORDS, DEFAULT_BYTES), (10_000, 4 << 20));
+        let note = left_out_note(3, "record", 300, Limit::Records(10_000, 4 << 20));
+        assert_eq!(
+            note,
+            "3 records (300 bytes) left out here: more than 10000 records or 4096 KiB waited at once"
+        );
+    }
+
+    #[test]
     fn the_note_counts_bytes_as_the_budget_does() {
-        let mut p = Pending::with_cap(10_000);
+        let mut p = Pending::with_budget(usize::MAX, 10_000);
         let records: Vec<_> = (0..500).map(|i| record(i, 50 + i % 7)).collect();
         for r in records.clone() {
             p.push(r);
@@ -433,7 +513,7 @@ mod tests {
 
     #[test]
     fn put_back_goes_before_what_came_since() {
-        let mut p = Pending::with_cap(1 << 20);
+        let mut p = Pending::with_budget(usize::MAX, 1 << 20);
         p.push(record(0, 1));
         let batch = p.take();
         p.push(record(1, 1));
