@@ -246,6 +246,11 @@ def test_set_filter_changes_the_filter_and_refuses_a_bad_directive(rt, capsys: p
         with pytest.raises(ValueError, match='"rt=loud"'):
             rt.set_filter("warn,rt=loud")
         assert rt.log_filter() == "error"
+        # NULL: back to the default the runtime gave pylogsink_init.
+        rt.set_filter(None)
+        assert rt.log_filter() == "info"
+        rt.log(WARN, b"kept again")
+        assert [r.split("] ")[1] for r in records(capsys.readouterr().err)] == ["kept again"]
     finally:
         rt.set_filter("info")
 

@@ -177,6 +177,18 @@ def test_set_log_filter_changes_what_appears(
     assert recs == [], show(recs)
 
 
+def test_none_goes_back_to_the_authors_default(capsys: pytest.CaptureFixture[str], filter_restored: None) -> None:
+    testext.set_log_filter("error")
+    testext.log_at("warn", "app", "hidden")
+    testext.set_log_filter(None)
+    # The test extension's default: Builder::default_filter("warn").
+    assert testext.log_filter() == "warn"
+    testext.log_at("warn", "app", "shown")
+    testext.log_at("info", "app", "hidden")
+    recs = parse(capsys.readouterr().err)
+    assert recs == [Record("WARN", "app", "shown")], show(recs)
+
+
 def test_a_bad_directive_raises_and_leaves_the_filter(
     capsys: pytest.CaptureFixture[str], filter_restored: None
 ) -> None:

@@ -163,7 +163,16 @@ def test_created_is_when_it_was_logged_and_thread_is_who_logged_it(
     assert (from_worker.thread, from_worker.threadName) == (worker.ident, "worker-7")
     assert native.getMessage() == "background line 0"
     assert native.thread not in {t.ident for t in threading.enumerate()}
-    assert native.threadName and native.threadName not in {"MainThread", "worker-7"}
+    # A native thread nobody named: not the interpreter's name.
+    assert re.fullmatch(r"native-\d+", native.threadName), native.threadName
+
+
+def test_a_named_native_thread_keeps_its_name(caplog: pytest.LogCaptureFixture, demo: None) -> None:
+    caplog.set_level(logging.INFO)
+    pylogsink.start_background_logger(1, name="loader-3").join()
+    wait_until(lambda: len(of(caplog, DEMO)) == 1, what="the native thread's record")
+    (record,) = of(caplog, DEMO)
+    assert record.threadName == "loader-3"
 
 
 def test_a_users_handler_filters_and_propagation_apply(demo: None) -> None:

@@ -4,9 +4,10 @@ def load(path: str) -> int:
     """Loads `path` (logs "loading <path>" at Info); RuntimeError for an
     empty path, with the Error lines of the call."""
 
-def set_log_filter(spec: str) -> None:
+def set_log_filter(spec: str | None) -> None:
     """Sets which records are logged, in env_logger's syntax
-    ("warn,my_runtime=debug"); ValueError names a bad directive."""
+    ("warn,my_runtime=debug"); ValueError names a bad directive.
+    None goes back to the extension author's default."""
 def log_filter() -> str:
     """The directives in force."""
 def set_log_destination(name: Literal["logging", "stderr"]) -> None:

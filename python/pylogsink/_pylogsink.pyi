@@ -93,12 +93,14 @@ class BackgroundLogger:
     def join(self) -> None:
         """Waits for the thread, with the GIL released."""
 
-def start_background_logger(count: int, interval: float = 0.0) -> BackgroundLogger:
-    """Starts a native thread that logs count lines, interval seconds apart."""
+def start_background_logger(count: int, interval: float = 0.0, name: str | None = None) -> BackgroundLogger:
+    """Starts a native thread that logs count lines, interval seconds apart;
+    with name, a thread of that name."""
 
-def set_log_filter(spec: str) -> None:
+def set_log_filter(spec: str | None) -> None:
     """Sets which records are logged, in env_logger's syntax
-    ("warn,_pylogsink::runtime=debug"); ValueError names a bad directive."""
+    ("warn,_pylogsink::runtime=debug"); ValueError names a bad directive.
+    None goes back to the extension author's default."""
 
 def log_filter() -> str:
     """The directives in force."""

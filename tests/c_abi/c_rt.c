@@ -107,8 +107,9 @@ static PyObject *fatal(PyObject *self, PyObject *unused) {
 
 static PyObject *set_filter(PyObject *self, PyObject *arg) {
     (void)self;
-    const char *spec = PyUnicode_AsUTF8(arg);
-    if (spec == NULL || pylogsink_set_filter(spec) < 0) return NULL;
+    /* None: back to the default given to pylogsink_init. */
+    const char *spec = arg == Py_None ? NULL : PyUnicode_AsUTF8(arg);
+    if ((arg != Py_None && spec == NULL) || pylogsink_set_filter(spec) < 0) return NULL;
     Py_RETURN_NONE;
 }
 

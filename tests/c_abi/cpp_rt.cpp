@@ -86,7 +86,10 @@ PYBIND11_MODULE(cpp_rt, m) {
 
     m.def("fatal", [] { backend_fatal(); }, py::call_guard<pylogsink::scope>());
 
-    m.def("set_filter", [](const std::string &spec) {
-        if (pylogsink_set_filter(spec.c_str()) < 0) throw py::error_already_set();
+    // None: back to the default given to pylogsink_init.
+    m.def("set_filter", [](const py::object &spec) {
+        const std::string text = spec.is_none() ? "" : spec.cast<std::string>();
+        if (pylogsink_set_filter(spec.is_none() ? nullptr : text.c_str()) < 0)
+            throw py::error_already_set();
     });
 }

@@ -250,12 +250,12 @@ pub unsafe extern "C" fn pylogsink_raise(
 
 /// Sets the directives in force, as `pylogsink::set_filter`: 0, or -1 with
 /// ValueError set, naming the bad directive; the filter then stays as it
-/// was.
+/// was. NULL goes back to the author's default, as
+/// `pylogsink::reset_filter`.
 ///
 /// # Safety
 ///
-/// The caller holds the GIL; `spec` is NULL (an error) or a
-/// NUL-terminated string.
+/// The caller holds the GIL; `spec` is NULL or a NUL-terminated string.
 #[no_mangle]
 pub unsafe extern "C" fn pylogsink_set_filter(spec: *const c_char) -> c_int {
     // SAFETY: the header's contract: the caller holds the GIL.
@@ -263,9 +263,15 @@ pub unsafe extern "C" fn pylogsink_set_filter(spec: *const c_char) -> c_int {
     with_python_errors(py, || {
         // SAFETY: `spec` is NULL or a NUL-terminated string (the caller's
         // contract).
-        let spec = unsafe { utf8_arg(spec, "spec") }?
-            .ok_or_else(|| PyValueError::new_err("pylogsink_set_filter: spec is NULL"))?;
-        pylogsink::set_filter(spec).map_err(|e| PyValueError::new_err(e.to_string()))
+        match unsafe { utf8_arg(spec, "spec") }? {
+            Some(spec) => {
+                pylogsink::set_filter(spec).map_err(|e| PyValueError::new_err(e.to_string()))
+            }
+            None => {
+                pylogsink::reset_filter();
+                Ok(())
+            }
+        }
     })
 }
 

@@ -477,21 +477,31 @@ impl BackgroundLogger {
 }
 
 /// Starts a native thread that logs `count` lines, `interval` seconds
-/// apart, outside any call.
+/// apart, outside any call; with `name`, a thread of that name.
 #[pyfunction]
-#[pyo3(signature = (count, interval = 0.0))]
-fn start_background_logger(count: usize, interval: f64) -> BackgroundLogger {
-    let handle = std::thread::spawn(move || {
-        for i in 0..count {
-            rt_log!(Level::Info, "background line {i}");
-            if interval > 0.0 {
-                std::thread::sleep(Duration::from_secs_f64(interval));
-            }
-        }
-    });
-    BackgroundLogger {
-        handle: Some(handle),
+#[pyo3(signature = (count, interval = 0.0, name = None))]
+fn start_background_logger(
+    count: usize,
+    interval: f64,
+    name: Option<String>,
+) -> PyResult<BackgroundLogger> {
+    let mut thread = std::thread::Builder::new();
+    if let Some(name) = name {
+        thread = thread.name(name);
     }
+    let handle = thread
+        .spawn(move || {
+            for i in 0..count {
+                rt_log!(Level::Info, "background line {i}");
+                if interval > 0.0 {
+                    std::thread::sleep(Duration::from_secs_f64(interval));
+                }
+            }
+        })
+        .map_err(|e| PyRuntimeError::new_err(format!("cannot start a thread: {e}")))?;
+    Ok(BackgroundLogger {
+        handle: Some(handle),
+    })
 }
 
 /// Sets how long a line waits for room on fd 2, in seconds.

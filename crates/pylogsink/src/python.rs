@@ -5,7 +5,7 @@
 //! functions of the extension's own module.
 
 use crate::call::logging;
-use crate::control::{destination, filter, set_destination, set_filter, Destination};
+use crate::control::{destination, filter, reset_filter, set_destination, set_filter, Destination};
 use crate::core::stats;
 use crate::record::Level;
 use pyo3::exceptions::PyValueError;
@@ -59,10 +59,17 @@ pub fn add_functions(m: &Bound<'_, PyModule>) -> PyResult<()> {
 
 /// Sets which records are logged, in env_logger's syntax
 /// ("warn,my_runtime=debug"). A bad directive raises ValueError naming it,
-/// and the filter in force stays as it was.
+/// and the filter in force stays as it was. None goes back to the
+/// author's default (`reset_filter`).
 #[pyfunction]
-fn set_log_filter(spec: &str) -> PyResult<()> {
-    set_filter(spec).map_err(|e| PyValueError::new_err(e.to_string()))
+fn set_log_filter(spec: Option<&str>) -> PyResult<()> {
+    match spec {
+        Some(spec) => set_filter(spec).map_err(|e| PyValueError::new_err(e.to_string())),
+        None => {
+            reset_filter();
+            Ok(())
+        }
+    }
 }
 
 /// Sends records to Python's `logging` ("logging") or to stderr as text

@@ -127,7 +127,8 @@ PyObject *pylogsink_raise(PyObject *type, const char *text, size_t len);
 
 /* Sets the directives in force (env_logger's syntax). GIL held.
    Returns 0, or -1 with ValueError set, naming the bad directive; the
-   filter then stays as it was. */
+   filter then stays as it was. NULL goes back to the extension author's
+   default. */
 int pylogsink_set_filter(const char *spec);
 
 #ifdef __cplusplus

@@ -55,6 +55,21 @@ pub fn set_filter(spec: &str) -> Result<(), FilterError> {
     Ok(())
 }
 
+/// Gives up the users' directives: the filter goes back to what the
+/// extension's author chose, the builder's default filter with
+/// [`Destination::Stderr`] and Python's logger levels with
+/// [`Destination::Logging`].
+///
+/// ```
+/// pylogsink::set_filter("debug").unwrap();
+/// pylogsink::reset_filter();
+/// assert_eq!(pylogsink::filter(), "warn"); // the builder's default
+/// ```
+pub fn reset_filter() {
+    filter::set_users(None);
+    changed();
+}
+
 /// Sets where records go from now on. Records already waiting go where
 /// they were meant to go.
 ///

@@ -274,7 +274,9 @@ pub(crate) fn identity() -> (u64, Arc<str>) {
     (id, os_thread_name().into())
 }
 
-/// The OS's name for this thread (what `ps -L` shows).
+/// The OS's name for this thread (what `ps -L` shows). A thread nobody
+/// named carries the process's name (`python3.12`), which in a `LogRecord`
+/// would pass for the interpreter's: it is `native-<tid>` instead.
 fn os_thread_name() -> String {
     let mut buf = [0u8; 64];
     // SAFETY: `buf` is valid for writes of its length, which is passed;
@@ -283,9 +285,22 @@ fn os_thread_name() -> String {
         libc::pthread_getname_np(libc::pthread_self(), buf.as_mut_ptr().cast(), buf.len())
     };
     let len = buf.iter().position(|&b| b == 0).unwrap_or(0);
-    match (rc, len) {
-        (0, 1..) => String::from_utf8_lossy(&buf[..len]).into_owned(),
-        _ => "native thread".to_owned(),
+    let name = String::from_utf8_lossy(&buf[..len]);
+    // SAFETY: gettid and getpid have no preconditions.
+    let (tid, pid) = unsafe { (libc::gettid(), libc::getpid()) };
+    let process = std::fs::read_to_string("/proc/self/comm").ok();
+    thread_name(&name, rc == 0, tid, pid, process.as_deref())
+}
+
+/// The name a thread gets: its OS name (`known` if that was read), unless
+/// it is empty or, on a thread other than the main one (`tid != pid`),
+/// the same as the process's (`process`, `/proc/self/comm`).
+fn thread_name(name: &str, known: bool, tid: i32, pid: i32, process: Option<&str>) -> String {
+    let inherited = tid != pid && process.map(str::trim_end) == Some(name);
+    if !known || name.is_empty() || inherited {
+        format!("native-{tid}")
+    } else {
+        name.to_owned()
     }
 }
 
@@ -308,6 +323,18 @@ pub fn error_message(text: impl AsRef<[u8]>) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_unnamed_thread_is_named_for_its_id() {
+        let process = Some("python3.12\n");
+        assert_eq!(thread_name("python3.12", true, 7, 5, process), "native-7");
+        assert_eq!(thread_name("", true, 7, 5, process), "native-7");
+        assert_eq!(thread_name("x", false, 7, 5, process), "native-7");
+        assert_eq!(thread_name("loader-3", true, 7, 5, process), "loader-3");
+        // The main thread keeps the process's name.
+        assert_eq!(thread_name("python3.12", true, 5, 5, process), "python3.12");
+        assert_eq!(thread_name("python3.12", true, 7, 5, None), "python3.12");
+    }
 
     #[test]
     fn enter_and_leave_pair_up_and_an_unmatched_leave_is_nothing() {
