@@ -209,6 +209,28 @@ fn log_then_hang(py: Python<'_>, count: usize, seconds: f64) -> PyResult<()> {
     })
 }
 
+/// Logs `count` lines ("slow line N"), `interval` seconds apart, in one
+/// call that releases the GIL meanwhile (with `detach`) or holds it: a
+/// long call, a training loop or a load.
+#[pyfunction]
+#[pyo3(signature = (count, interval, detach = true))]
+fn log_slowly(py: Python<'_>, count: usize, interval: f64, detach: bool) -> PyResult<()> {
+    pylogsink::call(py, || {
+        let body = || {
+            for i in 0..count {
+                rt_log!(Level::Info, "slow line {i}");
+                std::thread::sleep(Duration::from_secs_f64(interval));
+            }
+        };
+        if detach {
+            py.detach(body);
+        } else {
+            body();
+        }
+        Ok(())
+    })
+}
+
 /// Logs `count` lines, then releases the GIL and blocks for good inside
 /// the call: a thread that is still in a call when the process exits.
 #[pyfunction]
@@ -523,6 +545,7 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(log_lines, m)?)?;
     m.add_function(wrap_pyfunction!(log_raw, m)?)?;
     m.add_function(wrap_pyfunction!(log_then_hang, m)?)?;
+    m.add_function(wrap_pyfunction!(log_slowly, m)?)?;
     m.add_function(wrap_pyfunction!(with_callback, m)?)?;
     m.add_function(wrap_pyfunction!(log_then_block, m)?)?;
     m.add_function(wrap_pyfunction!(fan_out, m)?)?;

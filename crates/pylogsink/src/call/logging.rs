@@ -19,11 +19,13 @@
 
 use super::interrupt::is_interrupt;
 use crate::control::{self, pylevels};
+use crate::core::live;
 use crate::core::queue::queue_pending_as_text;
 use crate::core::registry::take_all_pending;
+use crate::core::shared::Shared;
 use crate::core::stats::count_records_noted;
 use crate::core::thread::THREAD;
-use crate::dest::pending::queue::{self, Delivery};
+use crate::dest::pending::queue::{self, Delivery, Woken};
 use crate::dest::pending::{Batch, PendingRecord};
 use crate::record::escape::escape_name;
 use crate::record::fields::{OwnedFields, OwnedValue};
@@ -31,7 +33,7 @@ use crate::record::lock;
 use pyo3::prelude::*;
 use pyo3::types::{PyCFunction, PyDict, PyString, PyTuple};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Mutex, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock, Weak};
 use std::time::{Duration, Instant, UNIX_EPOCH};
 
 /// What delivery needs from Python, made once.
@@ -48,6 +50,8 @@ struct State {
     /// Loggers by target, as `logging.getLogger` gave them.
     loggers: Py<PyDict>,
     names: Names,
+    /// `contextvars.copy_context`.
+    copy_context: Py<PyAny>,
     /// pylogsink's own Python thread (a new one in a forked child); none
     /// until it started.
     thread: Mutex<Option<Py<PyAny>>>,
@@ -118,7 +122,11 @@ pub(crate) fn set_prefix(prefix: &str) {
 #[cold]
 #[inline(never)]
 pub(crate) fn on_call_entry(py: Python<'_>) {
-    if let Err(err) = state(py).and_then(|state| refresh_levels(py, state)) {
+    let entered = state(py).and_then(|state| {
+        refresh_levels(py, state)?;
+        capture_context(py, state)
+    });
+    if let Err(err) = entered {
         err.write_unraisable(py, None);
     }
 }
@@ -139,6 +147,7 @@ fn state(py: Python<'_>) -> PyResult<&'static State> {
         threading: py.import("threading")?.unbind(),
         loggers: PyDict::new(py).unbind(),
         names: Names::new(py),
+        copy_context: py.import("contextvars")?.getattr("copy_context")?.unbind(),
         thread: Mutex::new(None),
     };
     // The imports may have let another thread make and set its own.
@@ -265,6 +274,11 @@ fn read_levels(py: Python<'_>, state: &State, epoch: u64) -> PyResult<()> {
 /// the records are still delivered.
 pub(crate) fn deliver_at_return(py: Python<'_>) -> Option<PyErr> {
     let first = deliver_queue(py);
+    // Records the delivery thread took from this call go first.
+    let shared = THREAD.with(|t| Arc::clone(&t.shared));
+    if shared.live.load(Ordering::Acquire) {
+        py.detach(|| live::wait_handed_over(&shared));
+    }
     let own = THREAD.with(|t| t.take_pending());
     let second = deliver(py, &own, Until::Done);
     first.or(second)
@@ -490,12 +504,14 @@ fn handle_note(py: Python<'_>, state: &State, name: &str, note: &str) -> PyResul
 }
 
 /// pylogsink's Python thread: waits, with the GIL released, for records
-/// logged outside any call, and delivers them. Every [`LEVELS_EVERY`] it
-/// also reads the levels again if they changed, so that a native thread
-/// that logs while no call is made follows `setLevel` too.
+/// logged outside any call or waiting in a call in progress, and delivers
+/// them. Every [`LEVELS_EVERY`] it also reads the levels again if they
+/// changed, so that a native thread that logs while no call is made
+/// follows `setLevel` too.
 fn run_thread(py: Python<'_>) {
     loop {
-        let woken = py.detach(wait_for_records);
+        let stop = || STOP.load(Ordering::Acquire);
+        let woken = py.detach(|| queue::wait(LEVELS_EVERY, stop));
         if woken == Woken::Stop {
             return;
         }
@@ -504,8 +520,8 @@ fn run_thread(py: Python<'_>) {
                 err.write_unraisable(py, None);
             }
         }
-        if woken == Woken::Records {
-            match Delivery::start() {
+        match woken {
+            Woken::Queue => match Delivery::start() {
                 Some(delivery) => {
                     if let Some(err) = deliver(py, &delivery.0, Until::Stopped) {
                         err.write_unraisable(py, None);
@@ -513,7 +529,9 @@ fn run_thread(py: Python<'_>) {
                 }
                 // A Fatal line is being written, and writes them.
                 None => py.detach(|| std::thread::sleep(Duration::from_millis(1))),
-            }
+            },
+            Woken::Calls => deliver_live(py),
+            Woken::Stop | Woken::Timeout => {}
         }
     }
 }
@@ -521,24 +539,89 @@ fn run_thread(py: Python<'_>) {
 /// How often pylogsink's Python thread looks at the levels.
 const LEVELS_EVERY: Duration = Duration::from_millis(100);
 
-/// Why pylogsink's Python thread woke up.
-#[derive(PartialEq, Eq)]
-enum Woken {
-    Stop,
-    Records,
-    Levels,
+/// How long pylogsink's Python thread lets records gather in calls before
+/// it takes them: a call shorter than that delivers its own at its return,
+/// and the thread does not take the GIL for it.
+const GATHER: Duration = Duration::from_millis(10);
+
+/// Hands the records waiting in calls in progress to `logging` while the
+/// calls run (see [`crate::core::live`]), as long as some wait.
+fn deliver_live(py: Python<'_>) {
+    loop {
+        let waiting = py.detach(|| {
+            queue::take_in_calls();
+            std::thread::sleep(GATHER);
+            live::calls_have_records()
+        });
+        if !waiting || STOP.load(Ordering::Acquire) {
+            return;
+        }
+        for taken in live::take_from_calls() {
+            let context = context_of(py, &taken.shared, taken.call);
+            if let Some(err) = deliver_in(py, context.as_ref(), taken.batch) {
+                err.write_unraisable(py, None);
+            }
+            live::handed_over(&taken.shared);
+        }
+    }
 }
 
-/// Waits until records wait outside any call, the exit, or [`LEVELS_EVERY`].
-fn wait_for_records() -> Woken {
-    let stop = || STOP.load(Ordering::Acquire);
-    if queue::wait(LEVELS_EVERY, stop) {
-        Woken::Records
-    } else if stop() {
-        Woken::Stop
-    } else {
-        Woken::Levels
+/// Hands `batch` to `logging` inside `context`, the `contextvars` context of
+/// the call the records belong to, so that filters and adapters that read
+/// context variables see the caller's values.
+fn deliver_in(py: Python<'_>, context: Option<&Py<PyAny>>, batch: Batch) -> Option<PyErr> {
+    let Some(context) = context else {
+        return deliver(py, &batch, Until::Stopped);
+    };
+    let interrupt: Arc<Mutex<Option<PyErr>>> = Arc::default();
+    let out = Arc::clone(&interrupt);
+    let run = PyCFunction::new_closure(
+        py,
+        Some(c"pylogsink_live_delivery"),
+        None,
+        move |args, _| {
+            *lock(&out) = deliver(args.py(), &batch, Until::Stopped);
+        },
+    );
+    let ran = run.and_then(|run| context.bind(py).call_method1("run", (run,)));
+    if let Err(err) = ran {
+        return Some(err);
     }
+    let taken = lock(&interrupt).take();
+    taken
+}
+
+/// A thread's call in progress (its number) and the `contextvars` context
+/// it was entered in.
+type CallContext = (Weak<Shared>, u64, Py<PyAny>);
+
+/// The calls' contexts, captured at each outermost call's entry with the
+/// `logging` destination, one per thread.
+static CONTEXTS: Mutex<Vec<CallContext>> = Mutex::new(Vec::new());
+
+/// Keeps a copy of the current `contextvars` context for this thread's
+/// call in progress.
+fn capture_context(py: Python<'_>, state: &State) -> PyResult<()> {
+    let context = state.copy_context.bind(py).call0()?.unbind();
+    let (shared, call) = THREAD.with(|t| {
+        (
+            Arc::downgrade(&t.shared),
+            t.shared.call.load(Ordering::Relaxed),
+        )
+    });
+    let mut contexts = lock(&CONTEXTS);
+    contexts.retain(|(w, _, _)| w.strong_count() > 0 && !w.ptr_eq(&shared));
+    contexts.push((shared, call, context));
+    Ok(())
+}
+
+/// The context captured for `shared`'s call number `call`, if any.
+fn context_of(py: Python<'_>, shared: &Arc<Shared>, call: u64) -> Option<Py<PyAny>> {
+    let contexts = lock(&CONTEXTS);
+    contexts
+        .iter()
+        .find(|(w, n, _)| *n == call && std::ptr::eq(w.as_ptr(), Arc::as_ptr(shared)))
+        .map(|(_, _, context)| context.clone_ref(py))
 }
 
 /// How long the exit may spend handing records to `logging`, in

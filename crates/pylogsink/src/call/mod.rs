@@ -30,6 +30,7 @@ use pyo3::exceptions::PyOverflowError;
 use pyo3::prelude::*;
 use pyo3::types::{PyCFunction, PyString};
 use std::panic::AssertUnwindSafe;
+use std::sync::atomic::Ordering;
 use std::sync::Once;
 use std::time::Duration;
 use stderr::{stderr_is_own, surviving_fd};
@@ -219,7 +220,7 @@ fn write_at_return(py: Python<'_>, sink: Sink) -> Option<PyErr> {
 /// outside any call. Where this thread must avoid Python (the daemon rule)
 /// they go to fd 2 as text.
 fn deliver_at_return(py: Python<'_>) -> Option<PyErr> {
-    let own = THREAD.with(|t| t.pending_any());
+    let own = THREAD.with(|t| t.pending_any() || t.shared.live.load(Ordering::Relaxed));
     if !own && !queue::waiting() {
         return None;
     }

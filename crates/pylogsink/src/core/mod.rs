@@ -13,6 +13,7 @@ pub(crate) mod crash;
 pub(crate) mod emit;
 pub(crate) mod errors;
 pub(crate) mod fork;
+pub(crate) mod live;
 pub(crate) mod queue;
 pub(crate) mod registry;
 pub(crate) mod shared;

@@ -95,7 +95,7 @@ pub(crate) fn hold_for_fork(own: Option<Arc<Shared>>) -> HeldForFork {
 
 /// The shared state of every live thread; none if the registry is locked
 /// (a thread frozen while it registers must not hang the exit).
-fn live_threads() -> Vec<Arc<Shared>> {
+pub(crate) fn live_threads() -> Vec<Arc<Shared>> {
     match REGISTRY.try_lock() {
         Ok(r) => r.iter().filter_map(Weak::upgrade).collect(),
         Err(_) => Vec::new(),

@@ -9,7 +9,7 @@
 use super::errors::Errors;
 use super::queue::{queue_push, write_buffer};
 use super::stats::PerLevel;
-use crate::dest::pending::{Pending, PendingRecord};
+use crate::dest::pending::{self, Pending, PendingRecord};
 use crate::dest::{Kept, Sink};
 use crate::record::{lock, HeldForFork};
 use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU64, AtomicU8, Ordering};
@@ -33,6 +33,11 @@ pub(crate) struct Shared {
     pub(crate) pending: Mutex<Pending>,
     /// Whether `pending` may hold records.
     pub(crate) pending_any: AtomicBool,
+    /// Records of the call that pylogsink's delivery thread took while the
+    /// call ran ([`live`](super::live)) and has not finished handing to
+    /// `logging`: the call's return waits for them, so that its records
+    /// arrive in the order they were logged. Set and read with the GIL held.
+    pub(crate) live: AtomicBool,
     /// The call's Error-level messages.
     pub(crate) errors: Mutex<Errors>,
     /// Whether `errors` may hold messages.
@@ -161,7 +166,12 @@ impl Shared {
             return Some(record);
         }
         pending.push(record);
-        self.pending_any.store(true, Ordering::Relaxed);
+        if !self.pending_any.load(Ordering::Relaxed) {
+            self.pending_any.store(true, Ordering::Relaxed);
+            // The first record since the last take: a live delivery may
+            // hand it over before the call returns.
+            pending::queue::wake_for_calls();
+        }
         None
     }
 
@@ -187,6 +197,7 @@ impl Shared {
             kept_any: AtomicBool::new(false),
             pending: Mutex::new(Pending::new()),
             pending_any: AtomicBool::new(false),
+            live: AtomicBool::new(false),
             errors: Mutex::new(Errors::default()),
             errors_any: AtomicBool::new(false),
             errors_full: AtomicBool::new(false),
@@ -213,6 +224,7 @@ pub(crate) fn hold_for_fork(shared: Arc<Shared>) -> HeldForFork {
             this.kept_any.store(false, Ordering::Relaxed);
             drop(pending.take());
             this.pending_any.store(false, Ordering::Relaxed);
+            this.live.store(false, Ordering::Relaxed);
         }
         drop(errors);
         drop(pending);

@@ -148,7 +148,8 @@ impl ThreadState {
             return None;
         }
         let sink = self.shared.end(self.handed.replace(false));
-        Some((sink, self.kept_any() || self.pending_any()))
+        let live = self.shared.live.load(Ordering::Relaxed);
+        Some((sink, self.kept_any() || self.pending_any() || live))
     }
 
     /// A handle on the current call for worker threads: this thread's own

@@ -241,6 +241,26 @@ impl Pending {
         }
     }
 
+    /// Takes the oldest `n` records out, with the count of those left out
+    /// before them.
+    pub(crate) fn take_oldest(&mut self, n: usize) -> Batch {
+        if n >= self.records.len() {
+            return self.take();
+        }
+        let records: Vec<PendingRecord> = self.records.drain(..n).collect();
+        self.bytes -= records.iter().map(PendingRecord::size).sum::<usize>();
+        Batch {
+            records,
+            left_out: std::mem::take(&mut self.left_out),
+            left_out_bytes: std::mem::take(&mut self.left_out_bytes),
+        }
+    }
+
+    /// Whether nothing waits: no record, no count of records left out.
+    pub(crate) fn is_empty(&self) -> bool {
+        self.records.is_empty() && self.left_out == 0
+    }
+
     /// Puts back what could not be delivered, before what came since.
     pub(crate) fn put_back(&mut self, batch: Batch) {
         self.left_out += batch.left_out;
@@ -273,6 +293,8 @@ pub(crate) mod queue {
 
     static QUEUE: Mutex<Pending> = Mutex::new(Pending::new());
     static WAITING: AtomicBool = AtomicBool::new(false);
+    /// Records wait in a call in progress, for a live delivery.
+    static IN_CALLS: AtomicBool = AtomicBool::new(false);
     /// Deliveries under way.
     static DELIVERING: AtomicUsize = AtomicUsize::new(0);
     /// Fatal lines being written.
@@ -293,21 +315,51 @@ pub(crate) mod queue {
         WAKE.notify_one();
     }
 
-    /// Waits until records wait, `stop` says so, or `timeout` passes; true
-    /// if records wait and `stop` does not say so. A wake that comes between
-    /// the check and the wait is caught by the short timeout of each wait.
-    pub(crate) fn wait(timeout: Duration, stop: impl Fn() -> bool) -> bool {
+    /// Tells whoever delivers that a call in progress has records, once
+    /// until it looks ([`take_in_calls`]): the thread that logs pays one
+    /// atomic swap, and a notification at most once per look.
+    pub(crate) fn wake_for_calls() {
+        if !IN_CALLS.swap(true, SeqCst) {
+            WAKE.notify_one();
+        }
+    }
+
+    /// Whether [`wake_for_calls`] was called since the last look; clears it.
+    pub(crate) fn take_in_calls() -> bool {
+        IN_CALLS.swap(false, SeqCst)
+    }
+
+    /// What [`wait`] saw.
+    #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+    pub(crate) enum Woken {
+        /// `stop` said so.
+        Stop,
+        /// Records wait in the queue.
+        Queue,
+        /// Records wait in a call in progress.
+        Calls,
+        /// The timeout passed.
+        Timeout,
+    }
+
+    /// Waits until records wait (in the queue or in a call), `stop` says
+    /// so, or `timeout` passes. A wake that comes between the check and
+    /// the wait is caught by the short timeout of each wait.
+    pub(crate) fn wait(timeout: Duration, stop: impl Fn() -> bool) -> Woken {
         let deadline = Instant::now() + timeout;
         let mut guard = lock(&WAKE_LOCK);
         loop {
             if stop() {
-                return false;
+                return Woken::Stop;
             }
             if waiting() {
-                return true;
+                return Woken::Queue;
+            }
+            if IN_CALLS.load(SeqCst) {
+                return Woken::Calls;
             }
             if Instant::now() >= deadline {
-                return false;
+                return Woken::Timeout;
             }
             guard = WAKE
                 .wait_timeout(guard, Duration::from_millis(20))
@@ -326,6 +378,7 @@ pub(crate) mod queue {
             if child {
                 drop(queue.take());
                 WAITING.store(false, SeqCst);
+                IN_CALLS.store(false, SeqCst);
                 DELIVERING.store(0, SeqCst);
                 FATAL.store(0, SeqCst);
             }

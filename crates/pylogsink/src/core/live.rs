@@ -1,0 +1,177 @@
+//! Live delivery: the records of a call in progress, handed to `logging`
+//! before the call returns.
+//!
+//! A call that releases the GIL and logs for minutes (a training loop, a
+//! load) would otherwise show nothing until it returns, then everything at
+//! once. pylogsink's delivery thread (`call::logging`) takes the records
+//! that wait in calls in progress and hands them over while the calls run.
+//! Three rules keep that safe and in order:
+//!
+//! - The delivery thread takes with the GIL held. A call's thread holds the
+//!   GIL from the moment its call ends until its return has delivered, so
+//!   no call is taken from once its return began, and the GIL orders the
+//!   mark below between the two threads.
+//! - A call whose records were taken is marked ([`Shared::live`]) until
+//!   they are handed over; its return waits for the mark to clear, with
+//!   the GIL released, before it delivers the rest.
+//! - At most [`BATCH`] records are taken from a call at a time, so that
+//!   the wait stays short even with a slow handler; the wait is bounded
+//!   all the same ([`WAIT_AT_RETURN`]), for a handler that blocks on what
+//!   the returning thread holds.
+
+use super::registry::live_threads;
+use super::shared::Shared;
+use crate::dest::pending::Batch;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// The most records taken from one call at a time.
+pub(crate) const BATCH: usize = 100;
+
+/// The longest a call's return waits for the records the delivery thread
+/// took from it.
+pub(crate) const WAIT_AT_RETURN: Duration = Duration::from_secs(1);
+
+/// Records taken from a call in progress.
+pub(crate) struct LiveBatch {
+    /// The state of the thread whose call it is.
+    pub(crate) shared: Arc<Shared>,
+    /// Which of that thread's calls.
+    pub(crate) call: u64,
+    /// The records, oldest first, with the note for any left out before.
+    pub(crate) batch: Batch,
+}
+
+/// Whether a call in progress has records waiting.
+pub(crate) fn calls_have_records() -> bool {
+    live_threads().iter().any(|shared| {
+        shared.call.load(Ordering::Acquire) != 0 && shared.pending_any.load(Ordering::Relaxed)
+    })
+}
+
+/// Takes up to [`BATCH`] records from each call in progress that has some,
+/// and marks the call until [`handed_over`].
+///
+/// For implementors: the caller holds the GIL (see the module doc).
+pub(crate) fn take_from_calls() -> Vec<LiveBatch> {
+    let mut taken = Vec::new();
+    for shared in live_threads() {
+        if !shared.pending_any.load(Ordering::Relaxed) {
+            continue;
+        }
+        let Ok(mut pending) = shared.pending.lock() else {
+            continue;
+        };
+        let call = shared.call.load(Ordering::Acquire);
+        if call == 0 {
+            continue;
+        }
+        let batch = pending.take_oldest(BATCH);
+        if pending.is_empty() {
+            shared.pending_any.store(false, Ordering::Relaxed);
+        }
+        drop(pending);
+        if batch.is_empty() {
+            continue;
+        }
+        shared.live.store(true, Ordering::Release);
+        taken.push(LiveBatch {
+            shared,
+            call,
+            batch,
+        });
+    }
+    taken
+}
+
+/// The records taken from `shared`'s call were handed over.
+pub(crate) fn handed_over(shared: &Shared) {
+    shared.live.store(false, Ordering::Release);
+}
+
+/// At a call's return: waits, at most [`WAIT_AT_RETURN`], until the records
+/// the delivery thread took from it were handed over. The caller has
+/// released the GIL. True if they were.
+pub(crate) fn wait_handed_over(shared: &Shared) -> bool {
+    let deadline = Instant::now() + WAIT_AT_RETURN;
+    while shared.live.load(Ordering::Acquire) {
+        if Instant::now() >= deadline {
+            return false;
+        }
+        std::thread::sleep(Duration::from_micros(200));
+    }
+    true
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::core::thread::THREAD;
+    use crate::dest::pending::PendingRecord;
+    use crate::record::{Level, Record};
+    use std::time::SystemTime;
+
+    fn records(n: usize) -> Vec<PendingRecord> {
+        (0..n)
+            .map(|i| {
+                let message = format!("{i:06}");
+                let record = Record {
+                    level: Level::Info,
+                    target: "rt",
+                    file: "rt.rs",
+                    line: 1,
+                    message: message.as_bytes(),
+                    fields: None,
+                };
+                PendingRecord::new(&record, SystemTime::now(), (1, "t".into()))
+            })
+            .collect()
+    }
+
+    #[test]
+    fn takes_from_a_call_in_progress_oldest_first_and_marks_it() {
+        let shared = THREAD.with(|t| {
+            t.enter(|| true, || -1);
+            Arc::clone(&t.shared)
+        });
+        for record in records(BATCH + 5) {
+            shared.keep_pending(record, None);
+        }
+        let ours = |all: Vec<LiveBatch>| all.into_iter().find(|b| Arc::ptr_eq(&b.shared, &shared));
+        let first = ours(take_from_calls()).expect("the call's records");
+        assert_eq!(first.batch.records.len(), BATCH);
+        assert!(shared.live.load(Ordering::Relaxed));
+        assert!(
+            shared.pending_any.load(Ordering::Relaxed),
+            "five still wait"
+        );
+        handed_over(&shared);
+        assert!(wait_handed_over(&shared));
+        let second = ours(take_from_calls()).expect("the rest");
+        assert_eq!(second.batch.records.len(), 5);
+        assert_eq!(
+            second.batch.records[0].message,
+            records(BATCH + 5)[BATCH].message
+        );
+        handed_over(&shared);
+        THREAD.with(|t| t.leave());
+        assert!(ours(take_from_calls()).is_none());
+    }
+
+    #[test]
+    fn nothing_is_taken_from_a_call_that_ended() {
+        let shared = THREAD.with(|t| {
+            t.enter(|| true, || -1);
+            Arc::clone(&t.shared)
+        });
+        for record in records(3) {
+            shared.keep_pending(record, None);
+        }
+        THREAD.with(|t| t.leave());
+        let taken = take_from_calls();
+        assert!(taken.iter().all(|b| !Arc::ptr_eq(&b.shared, &shared)));
+        assert!(!shared.live.load(Ordering::Relaxed));
+        assert_eq!(THREAD.with(|t| t.take_pending()).records.len(), 3);
+    }
+}
