@@ -89,3 +89,31 @@ def test_a_cell_that_crashes_the_kernel_leaves_its_lines_on_the_kernels_stderr(
         assert found == [f"before the crash: line {i}" for i in range(3)], done.stderr
     else:
         assert found == [], "without the handler the lines die with the kernel"
+
+
+LIVE_KERNEL = os.path.join(os.path.dirname(__file__), "scripts", "live_kernel.py")
+
+
+def live_kernel(detach: bool, env: dict[str, str]) -> dict[str, object]:
+    done = subprocess.run(
+        [sys.executable, LIVE_KERNEL, "1" if detach else "0"], capture_output=True, text=True, timeout=120, env=env
+    )
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+@pytest.mark.timeout(300)
+@pytest.mark.parametrize("detach", [True, False], ids=["gil_released", "gil_held"])
+def test_a_cell_shows_its_native_lines_while_it_runs(detach: bool, clean_env: dict[str, str]) -> None:
+    """A call that logs for 1.5 s: with the GIL released the kernel sends
+    its lines while it runs, well before the cell goes on; with the GIL
+    held they come at its return (nothing can run Python meanwhile). All
+    30, in order, once, either way."""
+    got = live_kernel(detach, clean_env)
+    assert got["lines"] == [f"slow line {i}" for i in range(30)]
+    early = got["early"]
+    assert isinstance(early, int)
+    if detach:
+        assert early >= 10, got
+    else:
+        assert early == 0, got

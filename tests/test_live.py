@@ -6,8 +6,10 @@ run Python meanwhile."""
 
 from __future__ import annotations
 
+import contextlib
 import contextvars
 import logging
+import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -101,3 +103,46 @@ def test_each_thread_keeps_its_own_order_when_several_calls_run_at_once(seen: Se
         by_thread.setdefault(thread, []).append(m)
     assert sorted(by_thread) == sorted(t.ident for t in threads)
     assert all(ms == [f"slow line {i}" for i in range(50)] for ms in by_thread.values())
+
+
+class Recorder:
+    """A replaced ``sys.stderr`` that notes when each write came."""
+
+    def __init__(self) -> None:
+        self.writes: list[tuple[float, str]] = []
+
+    def write(self, text: str) -> int:
+        self.writes.append((time.monotonic(), text))
+        return len(text)
+
+    def flush(self) -> None:
+        pass
+
+    def lines(self) -> list[str]:
+        return [line.split("] ", 1)[1] for _, text in self.writes for line in text.splitlines()]
+
+
+def test_a_replaced_stderr_gets_a_long_calls_lines_while_it_runs() -> None:
+    stream = Recorder()
+    with contextlib.redirect_stderr(stream):
+        pylogsink.log_slowly(30, 0.05)  # 1.5 s, the GIL released
+        returned = time.monotonic()
+    assert stream.lines() == [f"slow line {i}" for i in range(30)], "all, in order, once"
+    early = [text for t, text in stream.writes if t < returned]
+    assert sum(text.count("\n") for text in early) >= 20, stream.writes
+
+
+def test_a_replaced_stderr_gets_the_lines_of_a_call_holding_the_gil_at_its_return() -> None:
+    stream = Recorder()
+    with contextlib.redirect_stderr(stream):
+        started = time.monotonic()
+        pylogsink.log_slowly(10, 0.02, detach=False)
+    assert stream.lines() == [f"slow line {i}" for i in range(10)]
+    assert all(t >= started + 0.19 for t, _ in stream.writes)
+
+
+def test_capsys_gets_every_line_of_a_long_call_once(capsys: pytest.CaptureFixture[str]) -> None:
+    pylogsink.log_slowly(200, 0.001)
+    err = capsys.readouterr().err
+    assert [line.split("] ", 1)[1] for line in err.splitlines()] == [f"slow line {i}" for i in range(200)]
+

@@ -18,11 +18,12 @@
 //! and `logging` itself tells when they change.
 
 use super::interrupt::is_interrupt;
+use super::live;
 use crate::control::{self, pylevels};
-use crate::core::live;
+use crate::core::fork;
+use crate::core::live as core_live;
 use crate::core::queue::queue_pending_as_text;
 use crate::core::registry::take_all_pending;
-use crate::core::shared::Shared;
 use crate::core::stats::count_records_noted;
 use crate::core::thread::THREAD;
 use crate::dest::pending::queue::{self, Delivery, Woken};
@@ -33,7 +34,7 @@ use crate::record::lock;
 use pyo3::prelude::*;
 use pyo3::types::{PyCFunction, PyDict, PyString, PyTuple};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, OnceLock, Weak};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant, UNIX_EPOCH};
 
 /// What delivery needs from Python, made once.
@@ -52,9 +53,6 @@ struct State {
     names: Names,
     /// `contextvars.copy_context`.
     copy_context: Py<PyAny>,
-    /// pylogsink's own Python thread (a new one in a forked child); none
-    /// until it started.
-    thread: Mutex<Option<Py<PyAny>>>,
 }
 
 /// The attribute and method names delivery uses on every record.
@@ -122,11 +120,7 @@ pub(crate) fn set_prefix(prefix: &str) {
 #[cold]
 #[inline(never)]
 pub(crate) fn on_call_entry(py: Python<'_>) {
-    let entered = state(py).and_then(|state| {
-        refresh_levels(py, state)?;
-        capture_context(py, state)
-    });
-    if let Err(err) = entered {
+    if let Err(err) = state(py).and_then(|state| refresh_levels(py, state)) {
         err.write_unraisable(py, None);
     }
 }
@@ -148,7 +142,6 @@ fn state(py: Python<'_>) -> PyResult<&'static State> {
         loggers: PyDict::new(py).unbind(),
         names: Names::new(py),
         copy_context: py.import("contextvars")?.getattr("copy_context")?.unbind(),
-        thread: Mutex::new(None),
     };
     // The imports may have let another thread make and set its own.
     let first = STATE.set(made).is_ok();
@@ -178,10 +171,8 @@ fn set_up(py: Python<'_>, state: &State) -> PyResult<()> {
     // A forked child has no thread but the one that forked: it starts a
     // delivery thread of its own.
     let in_child = PyCFunction::new_closure(py, Some(c"pylogsink_after_fork"), None, |args, _| {
-        if let Some(state) = STATE.get() {
-            if let Err(err) = start_thread(args.py(), state) {
-                err.write_unraisable(args.py(), None);
-            }
+        if let Err(err) = ensure_thread(args.py()) {
+            err.write_unraisable(args.py(), None);
         }
     })?;
     let kwargs = PyDict::new(py);
@@ -189,12 +180,40 @@ fn set_up(py: Python<'_>, state: &State) -> PyResult<()> {
     py.import("os")?
         .getattr("register_at_fork")?
         .call((), Some(&kwargs))?;
-    start_thread(py, state)
+    ensure_thread(py)
 }
 
-/// Starts pylogsink's Python thread, which delivers the records logged
-/// outside any call.
-fn start_thread(py: Python<'_>, state: &State) -> PyResult<()> {
+/// pylogsink's Python thread, once started in this process: the fork
+/// generation it was started in, plus one (0: never).
+static STARTED_IN: AtomicU64 = AtomicU64::new(0);
+
+/// pylogsink's Python thread, for the exit to join.
+static DELIVERY_THREAD: Mutex<Option<Py<PyAny>>> = Mutex::new(None);
+
+/// Starts pylogsink's Python thread, which delivers what waits outside any
+/// call and in calls in progress, unless it runs already in this process
+/// (a forked child has no thread but the one that forked).
+pub(crate) fn ensure_thread(py: Python<'_>) -> PyResult<()> {
+    let generation = fork::generation() + 1;
+    if STARTED_IN.load(Ordering::Acquire) == generation
+        || STARTED_IN.swap(generation, Ordering::AcqRel) == generation
+    {
+        return Ok(());
+    }
+    match start_thread(py) {
+        Ok(thread) => {
+            let before = lock(&DELIVERY_THREAD).replace(thread);
+            drop(before);
+            Ok(())
+        }
+        Err(err) => {
+            STARTED_IN.store(0, Ordering::Release);
+            Err(err)
+        }
+    }
+}
+
+fn start_thread(py: Python<'_>) -> PyResult<Py<PyAny>> {
     let run =
         PyCFunction::new_closure(py, Some(c"pylogsink_logging_delivery"), None, |args, _| {
             run_thread(args.py());
@@ -203,14 +222,12 @@ fn start_thread(py: Python<'_>, state: &State) -> PyResult<()> {
     kwargs.set_item("target", run)?;
     kwargs.set_item("name", "pylogsink-logging")?;
     kwargs.set_item("daemon", true)?;
-    let thread = state
-        .threading
-        .bind(py)
+    let thread = py
+        .import("threading")?
         .getattr("Thread")?
         .call((), Some(&kwargs))?;
     thread.call_method0("start")?;
-    *lock(&state.thread) = Some(thread.unbind());
-    Ok(())
+    Ok(thread.unbind())
 }
 
 /// Hears of every change of Python's levels as it happens: `logging`
@@ -274,11 +291,6 @@ fn read_levels(py: Python<'_>, state: &State, epoch: u64) -> PyResult<()> {
 /// the records are still delivered.
 pub(crate) fn deliver_at_return(py: Python<'_>) -> Option<PyErr> {
     let first = deliver_queue(py);
-    // Records the delivery thread took from this call go first.
-    let shared = THREAD.with(|t| Arc::clone(&t.shared));
-    if shared.live.load(Ordering::Acquire) {
-        py.detach(|| live::wait_handed_over(&shared));
-    }
     let own = THREAD.with(|t| t.take_pending());
     let second = deliver(py, &own, Until::Done);
     first.or(second)
@@ -551,17 +563,18 @@ fn deliver_live(py: Python<'_>) {
         let waiting = py.detach(|| {
             queue::take_in_calls();
             std::thread::sleep(GATHER);
-            live::calls_have_records()
+            core_live::calls_have_records()
         });
         if !waiting || STOP.load(Ordering::Acquire) {
             return;
         }
-        for taken in live::take_from_calls() {
-            let context = context_of(py, &taken.shared, taken.call);
+        for taken in core_live::take_from_calls() {
+            let (stream, context) = live::objects_of(py, &taken.shared, taken.call);
+            live::write_lines(py, stream, taken.lines);
             if let Some(err) = deliver_in(py, context.as_ref(), taken.batch) {
                 err.write_unraisable(py, None);
             }
-            live::handed_over(&taken.shared);
+            core_live::handed_over(&taken.shared);
         }
     }
 }
@@ -591,37 +604,17 @@ fn deliver_in(py: Python<'_>, context: Option<&Py<PyAny>>, batch: Batch) -> Opti
     taken
 }
 
-/// A thread's call in progress (its number) and the `contextvars` context
-/// it was entered in.
-type CallContext = (Weak<Shared>, u64, Py<PyAny>);
-
-/// The calls' contexts, captured at each outermost call's entry with the
-/// `logging` destination, one per thread.
-static CONTEXTS: Mutex<Vec<CallContext>> = Mutex::new(Vec::new());
-
-/// Keeps a copy of the current `contextvars` context for this thread's
-/// call in progress.
-fn capture_context(py: Python<'_>, state: &State) -> PyResult<()> {
-    let context = state.copy_context.bind(py).call0()?.unbind();
-    let (shared, call) = THREAD.with(|t| {
-        (
-            Arc::downgrade(&t.shared),
-            t.shared.call.load(Ordering::Relaxed),
-        )
-    });
-    let mut contexts = lock(&CONTEXTS);
-    contexts.retain(|(w, _, _)| w.strong_count() > 0 && !w.ptr_eq(&shared));
-    contexts.push((shared, call, context));
-    Ok(())
-}
-
-/// The context captured for `shared`'s call number `call`, if any.
-fn context_of(py: Python<'_>, shared: &Arc<Shared>, call: u64) -> Option<Py<PyAny>> {
-    let contexts = lock(&CONTEXTS);
-    contexts
-        .iter()
-        .find(|(w, n, _)| *n == call && std::ptr::eq(w.as_ptr(), Arc::as_ptr(shared)))
-        .map(|(_, _, context)| context.clone_ref(py))
+/// At an outermost call's entry with the `logging` destination: a copy of
+/// the caller's `contextvars` context, for the records delivered live.
+pub(crate) fn copy_context(py: Python<'_>) -> Option<Py<PyAny>> {
+    let state = STATE.get()?;
+    match state.copy_context.bind(py).call0() {
+        Ok(context) => Some(context.unbind()),
+        Err(err) => {
+            err.write_unraisable(py, None);
+            None
+        }
+    }
 }
 
 /// How long the exit may spend handing records to `logging`, in
@@ -642,14 +635,11 @@ pub(crate) fn set_exit_budget(budget: Duration) {
 /// A handler that spends longer than the budget on one record is the one
 /// way the thread outlives the exit: then it is left to Python.
 pub(crate) fn at_exit(py: Python<'_>) {
-    let Some(state) = STATE.get() else {
-        return;
-    };
     let budget = Duration::from_micros(EXIT_BUDGET_MICROS.load(Ordering::Relaxed));
     let deadline = Instant::now() + budget;
     if !STOP.swap(true, Ordering::AcqRel) {
         queue::wake();
-        let thread = lock(&state.thread).as_ref().map(|t| t.clone_ref(py));
+        let thread = lock(&DELIVERY_THREAD).as_ref().map(|t| t.clone_ref(py));
         if let Some(thread) = thread {
             if let Err(err) = thread
                 .bind(py)
@@ -658,6 +648,9 @@ pub(crate) fn at_exit(py: Python<'_>) {
                 err.write_unraisable(py, None);
             }
         }
+    }
+    if STATE.get().is_none() {
+        return;
     }
     for batch in take_all_pending() {
         if let Some(err) = deliver(py, &batch, Until::Deadline(deadline)) {

@@ -8,8 +8,10 @@
 mod daemon;
 mod errors;
 mod interrupt;
+mod live;
 pub(crate) mod logging;
 mod stderr;
+mod write;
 
 pub use errors::error;
 pub use stderr::stderr_check;
@@ -17,6 +19,7 @@ pub use stderr::stderr_check;
 use crate::control::stall::exit_wait;
 use crate::control::{stall_wait, to_logging};
 use crate::core::fork;
+use crate::core::live as core_live;
 use crate::core::queue::{queue_pending, queue_pending_as_text, write_fd2, write_queue};
 use crate::core::registry::write_everything;
 use crate::core::stats::count_noted;
@@ -26,14 +29,14 @@ use crate::dest::route::{return_plan, ReturnPlan};
 use crate::dest::{Sink, Taken};
 use daemon::avoid_python;
 use interrupt::is_interrupt;
-use pyo3::exceptions::PyOverflowError;
 use pyo3::prelude::*;
-use pyo3::types::{PyCFunction, PyString};
+use pyo3::types::PyCFunction;
 use std::panic::AssertUnwindSafe;
 use std::sync::atomic::Ordering;
-use std::sync::Once;
+use std::sync::{Arc, Once};
 use std::time::Duration;
 use stderr::{stderr_is_own, surviving_fd};
+use write::{write_through_python, Written};
 
 /// Runs one binding call from Python into native code.
 ///
@@ -160,8 +163,36 @@ pub fn call_exit(py: Python<'_>) -> PyResult<()> {
 #[inline(always)]
 fn enter(py: Python<'_>, t: &ThreadState) {
     let outermost = t.enter(|| stderr_is_own(py), || surviving_fd(py));
-    if outermost && to_logging() {
-        logging::on_call_entry(py);
+    if outermost {
+        let to_logging = to_logging();
+        if to_logging {
+            logging::on_call_entry(py);
+        }
+        if to_logging || t.shared.sink() == Sink::Replaced {
+            enter_live(py, t, to_logging);
+        }
+    }
+}
+
+/// At the entry of an outermost call whose lines or records may be handed
+/// over while it runs (see [`live`]): keeps the stream its lines go to and
+/// the context its records are handled in, and makes sure pylogsink's
+/// Python thread runs.
+#[cold]
+#[inline(never)]
+fn enter_live(py: Python<'_>, t: &ThreadState, to_logging: bool) {
+    let stream = match t.shared.sink() {
+        Sink::Replaced => current_stderr(py).ok().map(Bound::unbind),
+        _ => None,
+    };
+    let context = if to_logging {
+        logging::copy_context(py)
+    } else {
+        None
+    };
+    live::keep(t, stream, context);
+    if let Err(err) = logging::ensure_thread(py) {
+        err.write_unraisable(py, None);
     }
 }
 
@@ -211,9 +242,21 @@ fn register_exit_flush(py: Python<'_>) {
 /// then hands the records that wait for `logging` over. Returns an
 /// exception raised by a signal handler during the write, or by a handler.
 fn write_at_return(py: Python<'_>, sink: Sink) -> Option<PyErr> {
+    wait_for_live_delivery(py);
     let written = write_text_at_return(py, sink);
     let delivered = deliver_at_return(py);
     written.or(delivered)
+}
+
+/// Waits, with the GIL released, for what pylogsink's thread took from
+/// this call while it ran to be handed over (see [`live`]), so that what
+/// the return writes comes after it. A thread that must avoid Python does
+/// not wait: it writes what is left to fd 2.
+fn wait_for_live_delivery(py: Python<'_>) {
+    let shared = THREAD.with(|t| Arc::clone(&t.shared));
+    if shared.live.load(Ordering::Acquire) && !avoid_python(py) {
+        py.detach(|| core_live::wait_handed_over(&shared));
+    }
 }
 
 /// Hands the records for `logging` over: the call's, and those logged
@@ -242,7 +285,7 @@ fn write_text_at_return(py: Python<'_>, sink: Sink) -> Option<PyErr> {
             if queue_pending() {
                 py.detach(|| write_queue(stall_wait()));
             }
-            match write_through_python(py, &taken.text) {
+            match write_through_python(py, current_stderr(py), &taken.text) {
                 Written::All => {
                     count_noted(&taken);
                     None
@@ -281,61 +324,7 @@ fn write_fd2_detached(py: Python<'_>, taken: Taken) {
     py.detach(|| write_fd2(taken, stall_wait()));
 }
 
-/// How a write through `sys.stderr` went.
-enum Written {
-    /// `write` and `flush` returned (whatever they returned).
-    All,
-    /// `write` returned, `flush` raised: the lines were handed over.
-    ButFlushFailed(PyErr),
-    /// `sys.stderr` is `None`.
-    NoStream,
-    /// Looking up or calling `write` raised.
-    Failed(PyErr),
-}
-
-/// Writes through `sys.stderr.write`, then `flush`, marking the thread as
-/// writing so that a writer that calls back into the extension cannot
-/// recurse (see [`entry_sink`](crate::dest::route::entry_sink)).
-fn write_through_python(py: Python<'_>, text: &[u8]) -> Written {
-    if text.is_empty() {
-        return Written::All;
-    }
-    let stderr = match py.import("sys").and_then(|sys| sys.getattr("stderr")) {
-        Ok(stderr) if !stderr.is_none() => stderr,
-        Ok(_) => return Written::NoStream,
-        Err(err) => return Written::Failed(err),
-    };
-    let text = match decode_to_str(py, text) {
-        Ok(text) => text,
-        Err(err) => return Written::Failed(err),
-    };
-    THREAD.with(|t| t.writing_kept.set(true));
-    let written = match stderr.call_method1("write", (text,)) {
-        Err(err) => Written::Failed(err),
-        Ok(_) => match stderr.call_method0("flush") {
-            Ok(_) => Written::All,
-            Err(err) => Written::ButFlushFailed(err),
-        },
-    };
-    THREAD.with(|t| t.writing_kept.set(false));
-    written
-}
-
-/// The kept lines as a Python `str`, decoded by CPython itself in one
-/// pass: `bytes.decode("utf-8", "backslashreplace")`, which a record's
-/// bytes always pass unchanged (the formatter writes valid UTF-8 only).
-fn decode_to_str<'py>(py: Python<'py>, text: &[u8]) -> PyResult<Bound<'py, PyString>> {
-    let len = isize::try_from(text.len()).map_err(|e| PyOverflowError::new_err(e.to_string()))?;
-    // SAFETY: the GIL is held (`py`); `text` is a live slice of `len`
-    // bytes that CPython only reads, and the error handler's name is a
-    // NUL-terminated string. The call returns a new reference or NULL with
-    // an exception set, which `from_owned_ptr_or_err` takes over.
-    unsafe {
-        let decoded = pyo3::ffi::PyUnicode_DecodeUTF8(
-            text.as_ptr().cast(),
-            len,
-            c"backslashreplace".as_ptr(),
-        );
-        Ok(Bound::from_owned_ptr_or_err(py, decoded)?.cast_into_unchecked())
-    }
+/// `sys.stderr` now: `None` for `sys.stderr = None`.
+fn current_stderr(py: Python<'_>) -> PyResult<Bound<'_, PyAny>> {
+    py.import("sys")?.getattr("stderr")
 }

@@ -25,6 +25,7 @@ use crate::control::{filter, pylevels};
 use crate::dest::{fd, pending};
 use crate::record::HeldForFork;
 use std::cell::RefCell;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Once};
 
 thread_local! {
@@ -68,7 +69,18 @@ extern "C" fn in_parent() {
 }
 
 extern "C" fn in_child() {
+    GENERATION.fetch_add(1, Ordering::Relaxed);
     release(true);
+}
+
+/// How many forks this process descends from since the handlers were
+/// installed: what was started in another generation (a thread) does not
+/// exist in this one.
+static GENERATION: AtomicU64 = AtomicU64::new(0);
+
+/// This process's generation (see [`GENERATION`]).
+pub(crate) fn generation() -> u64 {
+    GENERATION.load(Ordering::Relaxed)
 }
 
 /// After the fork: lets go of the locks, last taken first; in the child,

@@ -1,11 +1,12 @@
-//! Live delivery: the records of a call in progress, handed to `logging`
+//! Live delivery: what a call in progress keeps for Python (its records
+//! for `logging`, its lines for a replaced `sys.stderr`), handed over
 //! before the call returns.
 //!
 //! A call that releases the GIL and logs for minutes (a training loop, a
 //! load) would otherwise show nothing until it returns, then everything at
-//! once. pylogsink's delivery thread (`call::logging`) takes the records
-//! that wait in calls in progress and hands them over while the calls run.
-//! Three rules keep that safe and in order:
+//! once: in a notebook, no progress at all. pylogsink's delivery thread
+//! (`call::live`) takes what waits in calls in progress and hands it over
+//! while the calls run. Three rules keep that safe and in order:
 //!
 //! - The delivery thread takes with the GIL held. A call's thread holds the
 //!   GIL from the moment its call ends until its return has delivered, so
@@ -22,6 +23,7 @@
 use super::registry::live_threads;
 use super::shared::Shared;
 use crate::dest::pending::Batch;
+use crate::dest::{Sink, Taken};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -33,56 +35,83 @@ pub(crate) const BATCH: usize = 100;
 /// took from it.
 pub(crate) const WAIT_AT_RETURN: Duration = Duration::from_secs(1);
 
-/// Records taken from a call in progress.
+/// What was taken from a call in progress.
 pub(crate) struct LiveBatch {
     /// The state of the thread whose call it is.
     pub(crate) shared: Arc<Shared>,
     /// Which of that thread's calls.
     pub(crate) call: u64,
-    /// The records, oldest first, with the note for any left out before.
+    /// Its lines for a replaced `sys.stderr`, with the note for any left
+    /// out before (empty if none).
+    pub(crate) lines: Taken,
+    /// Its records, oldest first, with the note for any left out before.
     pub(crate) batch: Batch,
 }
 
-/// Whether a call in progress has records waiting.
-pub(crate) fn calls_have_records() -> bool {
-    live_threads().iter().any(|shared| {
-        shared.call.load(Ordering::Acquire) != 0 && shared.pending_any.load(Ordering::Relaxed)
-    })
+/// Whether `shared`'s call is in progress with something to hand over.
+fn has_some(shared: &Shared) -> bool {
+    shared.call.load(Ordering::Acquire) != 0
+        && (shared.pending_any.load(Ordering::Relaxed) || lines_waiting(shared))
 }
 
-/// Takes up to [`BATCH`] records from each call in progress that has some,
-/// and marks the call until [`handed_over`].
+/// Whether lines for a replaced `sys.stderr` wait in `shared`'s call.
+fn lines_waiting(shared: &Shared) -> bool {
+    shared.sink() == Sink::Replaced && shared.kept_any.load(Ordering::Relaxed)
+}
+
+/// Whether a call in progress has something waiting.
+pub(crate) fn calls_have_records() -> bool {
+    live_threads().iter().any(|shared| has_some(shared))
+}
+
+/// Takes from each call in progress the lines it keeps for a replaced
+/// `sys.stderr` and up to [`BATCH`] of its records, and marks the call
+/// until [`handed_over`].
 ///
 /// For implementors: the caller holds the GIL (see the module doc).
 pub(crate) fn take_from_calls() -> Vec<LiveBatch> {
     let mut taken = Vec::new();
     for shared in live_threads() {
-        if !shared.pending_any.load(Ordering::Relaxed) {
+        if !has_some(&shared) {
             continue;
         }
-        let Ok(mut pending) = shared.pending.lock() else {
+        let Some((call, lines, batch)) = take_from(&shared) else {
             continue;
         };
-        let call = shared.call.load(Ordering::Acquire);
-        if call == 0 {
-            continue;
-        }
-        let batch = pending.take_oldest(BATCH);
-        if pending.is_empty() {
-            shared.pending_any.store(false, Ordering::Relaxed);
-        }
-        drop(pending);
-        if batch.is_empty() {
+        if lines.text.is_empty() && batch.is_empty() {
             continue;
         }
         shared.live.store(true, Ordering::Release);
         taken.push(LiveBatch {
             shared,
             call,
+            lines,
             batch,
         });
     }
     taken
+}
+
+/// Takes what waits in `shared`'s call, if it is in progress.
+fn take_from(shared: &Shared) -> Option<(u64, Taken, Batch)> {
+    // The order of the locks is the one `Shared::end` takes them in.
+    let mut kept = shared.kept.lock().ok()?;
+    let mut pending = shared.pending.lock().ok()?;
+    let call = shared.call.load(Ordering::Acquire);
+    if call == 0 {
+        return None;
+    }
+    let lines = if lines_waiting(shared) {
+        shared.kept_any.store(false, Ordering::Relaxed);
+        kept.take()
+    } else {
+        Taken::default()
+    };
+    let batch = pending.take_oldest(BATCH);
+    if pending.is_empty() {
+        shared.pending_any.store(false, Ordering::Relaxed);
+    }
+    Some((call, lines, batch))
 }
 
 /// The records taken from `shared`'s call were handed over.

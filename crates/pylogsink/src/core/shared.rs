@@ -151,7 +151,15 @@ impl Shared {
             return queue_push(record, is_rest);
         }
         kept.push_record(record, is_rest);
-        self.kept_any.store(true, Ordering::Relaxed);
+        if !self.kept_any.load(Ordering::Relaxed) {
+            self.kept_any.store(true, Ordering::Relaxed);
+            if self.sink() == Sink::Replaced {
+                // The first line since the last take, for a replaced
+                // `sys.stderr`: a live delivery may write it before the
+                // call returns.
+                pending::queue::wake_for_calls();
+            }
+        }
     }
 
     /// Keeps a record for `logging`; gives it back if the call a worker is
