@@ -136,27 +136,8 @@ pub(crate) fn wait_handed_over(shared: &Shared) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::core::testing::pending_records as records;
     use crate::core::thread::THREAD;
-    use crate::dest::pending::PendingRecord;
-    use crate::record::{Level, Record};
-    use std::time::SystemTime;
-
-    fn records(n: usize) -> Vec<PendingRecord> {
-        (0..n)
-            .map(|i| {
-                let message = format!("{i:06}");
-                let record = Record {
-                    level: Level::Info,
-                    target: "rt",
-                    file: "rt.rs",
-                    line: 1,
-                    message: message.as_bytes(),
-                    fields: None,
-                };
-                PendingRecord::new(&record, SystemTime::now(), (1, "t".into()))
-            })
-            .collect()
-    }
 
     #[test]
     fn takes_from_a_call_in_progress_oldest_first_and_marks_it() {

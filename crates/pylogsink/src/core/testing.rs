@@ -129,3 +129,22 @@ pub(crate) fn records(text: &str) -> Vec<String> {
     }
     records
 }
+
+/// `n` Info records for `logging`, messages "000000", "000001"...
+pub(crate) fn pending_records(n: usize) -> Vec<crate::dest::pending::PendingRecord> {
+    (0..n)
+        .map(|i| {
+            let message = format!("{i:06}");
+            let record = crate::record::Record {
+                level: crate::record::Level::Info,
+                target: "rt",
+                file: "rt.rs",
+                line: 1,
+                message: message.as_bytes(),
+                fields: None,
+            };
+            let when = std::time::SystemTime::now();
+            crate::dest::pending::PendingRecord::new(&record, when, (1, "t".into()))
+        })
+        .collect()
+}
