@@ -120,11 +120,16 @@ Why each measurement exists:
    1000) bytes, and every contender logs that same message in its own
    layout. Targets: pylogsink <= 1.5x the bare write, <= 0.5x the faster
    of env_logger and fmt.
+13. live delivery: a call that releases the GIL logs one line every 5 ms
+   through the demo runtime; each line is timed from when it was logged
+   (`LogRecord.created`; the line's own timestamp) to when a logging
+   handler, then a replaced `sys.stderr`, got it. Median, p99 and max in
+   ms. Target: p99 <= 50 ms.
 
 Every measurement but (9) runs with the filter "info", so that each of its
 Info records is logged; (9) changes the filter and puts "info" back. (10)
-runs in children of its own with the `logging` destination; every other
-measurement sends records to stderr.
+and (13) run in children of their own with the `logging` destination;
+every other measurement sends records to stderr.
 """
 
 import datetime
@@ -157,6 +162,7 @@ BUDGET = {
     "instructions": {"n": 20_000},
     "filter": {"rounds": (5, 11), "n": (40_000, 200_000), "dropped_n": (1_000_000, 5_000_000)},
     "logging": {"rounds": (3, 9), "n": (20_000, 60_000), "per_call": 400, "dropped_n": (1_000_000, 3_000_000)},
+    "live": {"count": (100, 400)},
 }
 TARGET = "myruntime::backend"
 PER_TARGET_FILTER = "info,myruntime::noisy=off"
@@ -503,6 +509,50 @@ def child_logging_disabled(p, b):
     return {"ns_per_record": interleaved(p["rounds"], {name: lambda name=name: run(name, n) for name in rivals})}
 
 
+def child_live(p, b):
+    """Live delivery: a call that releases the GIL logs one line every 5 ms
+    through the demo runtime (pylogsink's own package); each is timed from
+    when it was logged (LogRecord.created; a line's own timestamp) to when a
+    logging handler got it, and to when a replaced sys.stderr got it."""
+
+    import pylogsink
+
+    def logged_at(line):
+        stamp = datetime.datetime.strptime(line[1:28], "%Y-%m-%dT%H:%M:%S.%fZ")
+        return stamp.replace(tzinfo=datetime.timezone.utc).timestamp()
+
+    latency = {"logging": [], "stderr": []}
+
+    class Handler(logging.Handler):
+        def emit(self, record):
+            latency["logging"].append((time.time() - record.created) * 1e3)
+
+    class Stream:
+        def write(self, text):
+            now = time.time()
+            latency["stderr"].extend((now - logged_at(line)) * 1e3 for line in text.splitlines())
+            return len(text)
+
+        def flush(self):
+            pass
+
+    logger = logging.getLogger("_pylogsink.runtime")
+    logger.addHandler(Handler())
+    logger.setLevel(logging.INFO)
+    pylogsink.set_log_destination("logging")
+    pylogsink.log_slowly(p["count"], 0.005)
+    pylogsink.set_log_destination("stderr")
+    sys.stderr = Stream()
+    try:
+        pylogsink.log_slowly(p["count"], 0.005)
+    finally:
+        sys.stderr = sys.__stderr__
+    for name, ms in latency.items():
+        if len(ms) != p["count"]:
+            raise AssertionError(f"{name}: {len(ms)} of {p['count']} lines")
+    return {"ms": latency}
+
+
 def child_threads(p, b):
     return {"ns": b.threads_lines(p["threads"], p["n"], p["size"], p["sink"])}
 
@@ -797,6 +847,15 @@ def measure(quick, say):
     ratio = fig["logging"]["disabled"]["INFO"]["ratio"]
     target("logging: disabled ns, pyo3-log / pylogsink", ratio, ">=", 10, "x")
 
+    say("live delivery latency")
+    p = pick(BUDGET["live"], quick)
+    live = run_child({"task": "live", **p}, "null")
+    live["median_ms"] = {k: statistics.median(v) for k, v in live["ms"].items()}
+    live["p99_ms"] = {k: sorted(v)[int(len(v) * 0.99) - 1] for k, v in live["ms"].items()}
+    fig["live"] = live
+    for name in ("logging", "stderr"):
+        target(f"live delivery p99 ({name}), ms", live["p99_ms"][name], "<=", 50, "ms")
+
     if not quick and shutil.which("valgrind"):
         say("instructions per line (callgrind)")
         p = BUDGET["instructions"]
@@ -1012,6 +1071,16 @@ def report(m, fig, targets, quick):
         )
     pipe = fig["peers"]["pipe"]
     lines.append(f"  pipe: every line of every contender read back whole: {'yes' if pipe['whole'] else 'NO'}")
+    live = fig["live"]
+    lines += [
+        "",
+        "live delivery: a call that releases the GIL logs a line every 5 ms; ms from logged to handed over",
+    ]
+    for name, what in (("logging", "a logging handler"), ("stderr", "a replaced sys.stderr")):
+        lines.append(
+            f"  to {what}: median {live['median_ms'][name]:.1f}, p99 {live['p99_ms'][name]:.1f}, "
+            f"max {max(live['ms'][name]):.1f} ({len(live['ms'][name])} lines)"
+        )
     lines += ["", "Targets (SPEC)", f"  {'figure':<44}{'measured':>12}  {'target':<13} met"]
     for t in targets:
         limit = t["op"] + " " + fmt_num(t["limit"], t["unit"])
