@@ -416,6 +416,26 @@ def test_h2_fields_reach_logging_as_attributes(h2_port: int, caplog: pytest.LogC
     assert got.getMessage() == H2_HEADERS.message
 
 
+@pytest.mark.timeout(120)
+def test_an_http2_workload_at_debug_with_attached_workers_delivers_every_record(
+    h2_port: int, caplog: pytest.LogCaptureFixture, ext: None
+) -> None:
+    """8 connections x 50 requests through h2 on a tokio pool attached to
+    the call, h2 at DEBUG, to logging: every record emitted is handed to
+    the handler (live while the call runs, the rest at its return), none
+    left out."""
+    caplog.set_level(logging.DEBUG)
+    testext.set_log_filter("warn,h2=debug")
+    before = testext.log_stats()
+    assert testext.h2_fan_out(h2_port, 8, 50) == 400
+    after = testext.log_stats()
+    emitted = after["emitted"] - before["emitted"]
+    got = [r for r in caplog.records if r.name.startswith("h2.")]
+    assert emitted > 400, "h2 logs several records a request"
+    assert after["left_out"] == before["left_out"]
+    assert len(got) == emitted
+
+
 def test_an_exception_carries_an_error_events_span_and_fields(
     capsys: pytest.CaptureFixture[str], filter_restored: None
 ) -> None:

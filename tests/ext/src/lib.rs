@@ -397,6 +397,65 @@ fn log_then_crash(py: Python<'_>, count: usize, kind: &str) -> PyResult<()> {
     })
 }
 
+/// `workers` HTTP/2 connections to 127.0.0.1:`port`, each making
+/// `requests` GETs of "/" one after the other, on a multi-threaded tokio
+/// runtime whose worker threads are attached to the call (as the README
+/// advises for a pool made per call), with the GIL released. Returns how
+/// many answered 200.
+#[pyfunction]
+fn h2_fan_out(py: Python<'_>, port: u16, workers: usize, requests: usize) -> PyResult<usize> {
+    type Error = Box<dyn std::error::Error + Send + Sync>;
+    async fn connection(port: u16, requests: usize) -> Result<usize, Error> {
+        let socket = tokio::net::TcpStream::connect(("127.0.0.1", port)).await?;
+        let (client, connection) = h2::client::handshake(socket).await?;
+        let driver = tokio::spawn(async move {
+            let _ = connection.await;
+        });
+        let mut ok = 0;
+        for _ in 0..requests {
+            let mut client = client.clone().ready().await?;
+            let request = http::Request::builder()
+                .uri(format!("http://127.0.0.1:{port}/"))
+                .body(())?;
+            let (response, _) = client.send_request(request, true)?;
+            let response = response.await?;
+            ok += usize::from(response.status() == 200);
+            let mut body = response.into_body();
+            while let Some(chunk) = body.data().await {
+                let chunk = chunk?;
+                body.flow_control().release_capacity(chunk.len())?;
+            }
+        }
+        driver.abort();
+        Ok(ok)
+    }
+    pylogsink::call(py, || {
+        let call = pylogsink::Call::current()
+            .ok_or_else(|| PyRuntimeError::new_err("h2_fan_out: not in a call"))?;
+        let run = move || -> Result<usize, Error> {
+            let runtime = tokio::runtime::Builder::new_multi_thread()
+                .worker_threads(workers)
+                .enable_all()
+                .on_thread_start(move || call.attach_thread())
+                .on_thread_stop(pylogsink::detach_thread)
+                .build()?;
+            let answered = runtime.block_on(async {
+                let tasks: Vec<_> = (0..workers)
+                    .map(|_| tokio::spawn(connection(port, requests)))
+                    .collect();
+                let mut ok = 0;
+                for task in tasks {
+                    ok += task.await??;
+                }
+                Ok::<usize, Error>(ok)
+            });
+            runtime.shutdown_timeout(std::time::Duration::from_secs(10));
+            answered
+        };
+        py.detach(run).map_err(|e| PyRuntimeError::new_err(format!("h2_fan_out {port}: {e}")))
+    })
+}
+
 /// Logs `message` at `level` ("trace" to "error") under `target`, handing
 /// the record straight to the logger.
 #[pyfunction]
@@ -491,6 +550,7 @@ fn _testext(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(log_nested, m)?)?;
     m.add_function(wrap_pyfunction!(h2_serve, m)?)?;
     m.add_function(wrap_pyfunction!(h2_get, m)?)?;
+    m.add_function(wrap_pyfunction!(h2_fan_out, m)?)?;
     m.add_function(wrap_pyfunction!(log_enabled, m)?)?;
     m.add_function(wrap_pyfunction!(log_levels, m)?)?;
     m.add_function(wrap_pyfunction!(log_then_crash, m)?)?;

@@ -5,6 +5,7 @@ at import, ``set_log_filter`` later), and ``pool_get``: threads sharing one
 ureq connection pool, whose mutex ureq logs under."""
 
 from pylogsink_testext._testext import (
+    h2_fan_out,
     h2_get,
     h2_serve,
     http_get,
@@ -29,6 +30,7 @@ from pylogsink_testext._testext import (
 )
 
 __all__ = [
+    "h2_fan_out",
     "h2_get",
     "h2_serve",
     "http_get",

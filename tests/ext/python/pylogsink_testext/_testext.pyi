@@ -67,6 +67,10 @@ def log_nested(text: str) -> None:
 def h2_serve() -> None:
     """Serves HTTP/2 (prior knowledge) on 127.0.0.1 until killed; prints the port first."""
 
+def h2_fan_out(port: int, workers: int, requests: int) -> int:
+    """workers HTTP/2 connections making requests GETs each, on a tokio pool
+    attached to the call, the GIL released; how many answered 200."""
+
 def h2_get(port: int, path: str, detach: bool) -> tuple[int, int]:
     """A GET over HTTP/2 with h2 (which logs through tracing); the status and body length."""
 
