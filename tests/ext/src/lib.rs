@@ -452,7 +452,8 @@ fn h2_fan_out(py: Python<'_>, port: u16, workers: usize, requests: usize) -> PyR
             runtime.shutdown_timeout(std::time::Duration::from_secs(10));
             answered
         };
-        py.detach(run).map_err(|e| PyRuntimeError::new_err(format!("h2_fan_out {port}: {e}")))
+        py.detach(run)
+            .map_err(|e| PyRuntimeError::new_err(format!("h2_fan_out {port}: {e}")))
     })
 }
 
