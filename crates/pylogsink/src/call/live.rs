@@ -38,16 +38,43 @@ static CALLS: Mutex<Vec<CallObjects>> = Mutex::new(Vec::new());
 /// Keeps what `t`'s call in progress needs: `stream`, its replaced
 /// `sys.stderr`, and `context`, its `contextvars` context.
 pub(crate) fn keep(t: &ThreadState, stream: Option<Py<PyAny>>, context: Option<Py<PyAny>>) {
-    let shared = Arc::downgrade(&t.shared);
     let call = t.shared.call.load(Ordering::Relaxed);
+    let own = Arc::as_ptr(&t.shared);
     let mut calls = lock(&CALLS);
-    calls.retain(|c| c.shared.strong_count() > 0 && !c.shared.ptr_eq(&shared));
-    calls.push(CallObjects {
-        shared,
-        call,
-        stream,
-        context,
-    });
+    // What is replaced is dropped once the lock is let go: dropping a
+    // Python object may run Python code, which may make a call.
+    let replaced = match calls
+        .iter_mut()
+        .find(|c| std::ptr::eq(c.shared.as_ptr(), own))
+    {
+        // The thread's next call: its entry, in place.
+        Some(entry) => {
+            entry.call = call;
+            vec![
+                std::mem::replace(&mut entry.stream, stream),
+                std::mem::replace(&mut entry.context, context),
+            ]
+        }
+        // A thread's first: the entries of threads that ended go.
+        None => {
+            let (ended, live): (Vec<_>, Vec<_>) = std::mem::take(&mut *calls)
+                .into_iter()
+                .partition(|c| c.shared.strong_count() == 0);
+            *calls = live;
+            calls.push(CallObjects {
+                shared: Arc::downgrade(&t.shared),
+                call,
+                stream,
+                context,
+            });
+            ended
+                .into_iter()
+                .flat_map(|c| [c.stream, c.context])
+                .collect()
+        }
+    };
+    drop(calls);
+    drop(replaced);
 }
 
 /// The stream and the context kept for `shared`'s call number `call`.
