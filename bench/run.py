@@ -1,12 +1,15 @@
 """pylogsink benchmark: the figures of SPEC.md ("Figures it must reach"),
 measured side by side in one run, as ratios.
 
-    .venv/bin/python bench/run.py [--quick]
+    .venv/bin/python bench/run.py [--quick] [--only NAME[,NAME...]]
 
 Build first with bench/build.sh. Prints the machine, the figures and the
 targets, writes them to bench/results/latest.txt, and writes
 bench/results/latest.json and bench/results/latest.png.
 --quick is a smoke test (well under a minute); the full run takes minutes.
+--only runs the measurements named (the keys of their figures, see
+`SECTIONS`: "logging", "live", ...) and only prints them; the files
+in bench/results/ stay those of the last whole run.
 A figure that misses its target is reported, not failed: the exit status
 is non-zero only if a line was lost or torn on a pipe, which is a bug.
 
@@ -683,180 +686,201 @@ def machine():
     }
 
 
+# The measurements, by the key of their figures, for --only.
+SECTIONS = (
+    "direct", "tracing", "peers", "kept", "overhead", "sinks", "threads", "memory", "filter", "logging", "live",
+    "instructions",
+)
+
+
 def pick(budget, quick):
     return {k: (v[0] if quick else v[1]) if isinstance(v, tuple) else v for k, v in budget.items()}
 
 
-def measure(quick, say):
-    """Runs every measurement; returns (figures, targets)."""
+def measure(quick, say, only=None):
+    """Runs every measurement, or those named in `only` (the keys of the
+    figures: "direct", "logging", ...); returns (figures, targets)."""
     fig, targets = {}, []
+
+    def want(name):
+        return only is None or name in only
 
     def target(name, value, op, limit, unit=""):
         met = value <= limit if op == "<=" else value >= limit
         targets.append({"name": name, "value": value, "op": op, "limit": limit, "unit": unit, "met": met})
 
-    say("direct lines against bare write(2)")
-    p = pick(BUDGET["direct"], quick)
-    fig["direct"] = {}
-    for fd2 in ("null", "file", "pipe"):
-        r = run_child({"task": "direct", "fd2": fd2, **p}, fd2)
-        if fd2 == "pipe":
-            r["whole"] = r["drained"]["lines"] == r["lines"] and r["drained"]["bad"] == 0
-        for size, f in r["ns_per_line"].items():
-            ratio = median_ratio(f["direct"], f["bare"])
-            r[f"ratio_{size}"] = ratio
-            target(f"direct / bare write, {size} B, {fd2}", ratio, "<=", 1.5, "x")
-        fig["direct"][fd2] = r
+    if want("direct"):
+        say("direct lines against bare write(2)")
+        p = pick(BUDGET["direct"], quick)
+        fig["direct"] = {}
+        for fd2 in ("null", "file", "pipe"):
+            r = run_child({"task": "direct", "fd2": fd2, **p}, fd2)
+            if fd2 == "pipe":
+                r["whole"] = r["drained"]["lines"] == r["lines"] and r["drained"]["bad"] == 0
+            for size, f in r["ns_per_line"].items():
+                ratio = median_ratio(f["direct"], f["bare"])
+                r[f"ratio_{size}"] = ratio
+                target(f"direct / bare write, {size} B, {fd2}", ratio, "<=", 1.5, "x")
+            fig["direct"][fd2] = r
 
-    say("tracing events: pylogsink's layer against tracing-subscriber's fmt")
-    p = pick(BUDGET["tracing"], quick)
-    fig["tracing"] = {}
-    for fd2 in ("null", "file", "pipe"):
-        r = run_child({"task": "tracing", **p}, fd2)
-        if fd2 == "pipe":
-            r["whole"] = r["drained"]["lines"] == r["lines"] and r["drained"]["bad"] == 0
-        for size, f in r["ns_per_line"].items():
-            ratio = median_ratio(f["pylogsink"], f["fmt"])
-            r[f"ratio_{size}"] = ratio
-            target(f"tracing event, pylogsink / fmt, {size} B, {fd2}", ratio, "<=", 0.5, "x")
-        fig["tracing"][fd2] = r
+    if want("tracing"):
+        say("tracing events: pylogsink's layer against tracing-subscriber's fmt")
+        p = pick(BUDGET["tracing"], quick)
+        fig["tracing"] = {}
+        for fd2 in ("null", "file", "pipe"):
+            r = run_child({"task": "tracing", **p}, fd2)
+            if fd2 == "pipe":
+                r["whole"] = r["drained"]["lines"] == r["lines"] and r["drained"]["bad"] == 0
+            for size, f in r["ns_per_line"].items():
+                ratio = median_ratio(f["pylogsink"], f["fmt"])
+                r[f"ratio_{size}"] = ratio
+                target(f"tracing event, pylogsink / fmt, {size} B, {fd2}", ratio, "<=", 0.5, "x")
+            fig["tracing"][fd2] = r
 
-    say("log::error! lines: pylogsink against env_logger, tracing fmt and a bare write(2)")
-    p = pick(BUDGET["peers"], quick)
-    fig["peers"] = {}
-    for fd2 in ("null", "file", "pipe"):
-        rounds, whole = [], True
-        for r in range(p["rounds"]):
-            got = {}
-            for which in PEERS if r % 2 == 0 else PEERS[::-1]:
-                c = run_child({"task": "peers", "which": which, "n": p["n"]}, fd2)
-                if fd2 == "pipe":
-                    whole &= c["drained"]["lines"] == c["lines"] and c["drained"]["bad"] == 0
-                got[which] = c["figures"]
-            rounds.append(got)
-        r = {"ns_per_line": {}, "bytes_per_line": {}, "whole": whole}
-        for size in rounds[0]["bare"]:
-            ns = {w: [x[w][size]["ns_per_line"] for x in rounds] for w in PEERS}
-            r["ns_per_line"][size] = ns
-            r["bytes_per_line"][size] = {w: rounds[0][w][size]["bytes_per_line"] for w in PEERS}
-            peer = [min(e, f) for e, f in zip(ns["env_logger"], ns["fmt"])]
-            r[f"ratio_bare_{size}"] = median_ratio(ns["pylogsink"], ns["bare"])
-            r[f"ratio_peers_{size}"] = median_ratio(ns["pylogsink"], peer)
-        for size in r["ns_per_line"]:
-            target(f"log::error! / bare write, {size} B, {fd2}", r[f"ratio_bare_{size}"], "<=", 1.5, "x")
-        for size in r["ns_per_line"]:
-            target(
-                f"log::error! / min(peers), {size} B, {fd2}", r[f"ratio_peers_{size}"], "<=", 0.5, "x"
-            )
-        fig["peers"][fd2] = r
-
-    say("kept lines")
-    p = pick(BUDGET["kept"], quick)
-    k = run_child({"task": "kept", **p}, "null")
-    fig["kept"] = k
-    target(
-        "kept 100 B line, log::warn!, with return",
-        statistics.median(k["log_warn_ns_per_line_with_return"]),
-        "<=",
-        100,
-        "ns",
-    )
-    target("kept per call (line bytes)", k["over_cap_line_bytes"], "<=", KEPT_CAP, "B")
-
-    say("call overhead")
-    p = pick(BUDGET["overhead"], quick)
-    fig["overhead"] = overhead_rows(p)
-    # SPEC: at most 1.25x where the stable ABI is not required; the first
-    # row is the version-specific build when there is one.
-    o = fig["overhead"][0]
-    target(f"no-op in call() / bare no-op, {o['build'].split(',')[0]}", o["ratio_min"], "<=", 1.25, "x")
-
-    say("lines per second: pylogsink, naive, pyo3-log")
-    p = pick(BUDGET["sinks"], quick)
-    fig["sinks"] = {}
-    for fd2 in ("null", "file"):
-        s = run_child({"task": "sinks", **p}, fd2)
-        lps = s["lines_per_s"]
-        s["ratio_pyo3_log"] = median_ratio(lps["pylogsink"], lps["pyo3-log"])
-        s["ratio_naive"] = median_ratio(lps["pylogsink"], lps["naive"])
-        target(f"lines/s pylogsink / pyo3-log, {fd2}", s["ratio_pyo3_log"], ">=", 10, "x")
-        fig["sinks"][fd2] = s
-
-    say("threads into a drained pipe")
-    p = pick(BUDGET["threads"], quick)
-    runs = {}
-    for _ in range(p["rounds"]):
-        for threads in (1, 2, 4, 8):
-            for sink in ("pylogsink", "fd2"):
-                n = p["lines"] // threads
-                params = {"task": "threads", "threads": threads, "n": n, "size": 100, "sink": sink}
-                r = run_child(params, "pipe", check_len=100)
-                d = r["drained"]
-                whole = d["bad"] == 0 and d["lines"] == threads * n and d["per_thread"][:threads] == [n] * threads
-                runs.setdefault(f"{sink} {threads}", []).append(
-                    {"lines_per_s": threads * n / r["ns"] * 1e9, "whole": whole, "in_order": d["out_of_order"] == 0}
+    if want("peers"):
+        say("log::error! lines: pylogsink against env_logger, tracing fmt and a bare write(2)")
+        p = pick(BUDGET["peers"], quick)
+        fig["peers"] = {}
+        for fd2 in ("null", "file", "pipe"):
+            rounds, whole = [], True
+            for r in range(p["rounds"]):
+                got = {}
+                for which in PEERS if r % 2 == 0 else PEERS[::-1]:
+                    c = run_child({"task": "peers", "which": which, "n": p["n"]}, fd2)
+                    if fd2 == "pipe":
+                        whole &= c["drained"]["lines"] == c["lines"] and c["drained"]["bad"] == 0
+                    got[which] = c["figures"]
+                rounds.append(got)
+            r = {"ns_per_line": {}, "bytes_per_line": {}, "whole": whole}
+            for size in rounds[0]["bare"]:
+                ns = {w: [x[w][size]["ns_per_line"] for x in rounds] for w in PEERS}
+                r["ns_per_line"][size] = ns
+                r["bytes_per_line"][size] = {w: rounds[0][w][size]["bytes_per_line"] for w in PEERS}
+                peer = [min(e, f) for e, f in zip(ns["env_logger"], ns["fmt"])]
+                r[f"ratio_bare_{size}"] = median_ratio(ns["pylogsink"], ns["bare"])
+                r[f"ratio_peers_{size}"] = median_ratio(ns["pylogsink"], peer)
+            for size in r["ns_per_line"]:
+                target(f"log::error! / bare write, {size} B, {fd2}", r[f"ratio_bare_{size}"], "<=", 1.5, "x")
+            for size in r["ns_per_line"]:
+                target(
+                    f"log::error! / min(peers), {size} B, {fd2}", r[f"ratio_peers_{size}"], "<=", 0.5, "x"
                 )
-    fig["threads"] = {
-        key: {
-            "lines_per_s": statistics.median(x["lines_per_s"] for x in v),
-            "whole": all(x["whole"] for x in v),
-            "in_order": all(x["in_order"] for x in v),
+            fig["peers"][fd2] = r
+
+    if want("kept"):
+        say("kept lines")
+        p = pick(BUDGET["kept"], quick)
+        k = run_child({"task": "kept", **p}, "null")
+        fig["kept"] = k
+        target(
+            "kept 100 B line, log::warn!, with return",
+            statistics.median(k["log_warn_ns_per_line_with_return"]),
+            "<=",
+            100,
+            "ns",
+        )
+        target("kept per call (line bytes)", k["over_cap_line_bytes"], "<=", KEPT_CAP, "B")
+
+    if want("overhead"):
+        say("call overhead")
+        p = pick(BUDGET["overhead"], quick)
+        fig["overhead"] = overhead_rows(p)
+        # SPEC: at most 1.25x where the stable ABI is not required; the first
+        # row is the version-specific build when there is one.
+        o = fig["overhead"][0]
+        target(f"no-op in call() / bare no-op, {o['build'].split(',')[0]}", o["ratio_min"], "<=", 1.25, "x")
+
+    if want("sinks"):
+        say("lines per second: pylogsink, naive, pyo3-log")
+        p = pick(BUDGET["sinks"], quick)
+        fig["sinks"] = {}
+        for fd2 in ("null", "file"):
+            s = run_child({"task": "sinks", **p}, fd2)
+            lps = s["lines_per_s"]
+            s["ratio_pyo3_log"] = median_ratio(lps["pylogsink"], lps["pyo3-log"])
+            s["ratio_naive"] = median_ratio(lps["pylogsink"], lps["naive"])
+            target(f"lines/s pylogsink / pyo3-log, {fd2}", s["ratio_pyo3_log"], ">=", 10, "x")
+            fig["sinks"][fd2] = s
+
+    if want("threads"):
+        say("threads into a drained pipe")
+        p = pick(BUDGET["threads"], quick)
+        runs = {}
+        for _ in range(p["rounds"]):
+            for threads in (1, 2, 4, 8):
+                for sink in ("pylogsink", "fd2"):
+                    n = p["lines"] // threads
+                    params = {"task": "threads", "threads": threads, "n": n, "size": 100, "sink": sink}
+                    r = run_child(params, "pipe", check_len=100)
+                    d = r["drained"]
+                    whole = d["bad"] == 0 and d["lines"] == threads * n and d["per_thread"][:threads] == [n] * threads
+                    runs.setdefault(f"{sink} {threads}", []).append(
+                        {"lines_per_s": threads * n / r["ns"] * 1e9, "whole": whole, "in_order": d["out_of_order"] == 0}
+                    )
+        fig["threads"] = {
+            key: {
+                "lines_per_s": statistics.median(x["lines_per_s"] for x in v),
+                "whole": all(x["whole"] for x in v),
+                "in_order": all(x["in_order"] for x in v),
+            }
+            for key, v in runs.items()
         }
-        for key, v in runs.items()
-    }
-    torn = (
-        sum(not v["whole"] for v in fig["threads"].values())
-        + (not fig["direct"]["pipe"]["whole"])
-        + (not fig["peers"]["pipe"]["whole"])
-    )
-    target("pipe runs with a torn or missing line", torn, "<=", 0)
+        # With the pipe runs of (1-2) and (12), when they ran.
+        torn = sum(not v["whole"] for v in fig["threads"].values()) + sum(
+            not fig[k]["pipe"]["whole"] for k in ("direct", "peers") if k in fig
+        )
+        target("pipe runs with a torn or missing line", torn, "<=", 0)
 
-    say("memory over many calls")
-    p = pick(BUDGET["memory"], quick)
-    m = run_child({"task": "memory", **p}, "null")
-    rss = m["rss_kib"]
-    m["growth_kib"] = rss[-1][1] - rss[1][1]
-    fig["memory"] = m
-    target(f"RSS growth after the first {rss[1][0] // 1000}k calls", m["growth_kib"], "<=", 1024, "KiB")
+    if want("memory"):
+        say("memory over many calls")
+        p = pick(BUDGET["memory"], quick)
+        m = run_child({"task": "memory", **p}, "null")
+        rss = m["rss_kib"]
+        m["growth_kib"] = rss[-1][1] - rss[1][1]
+        fig["memory"] = m
+        target(f"RSS growth after the first {rss[1][0] // 1000}k calls", m["growth_kib"], "<=", 1024, "KiB")
 
-    say("filter: dropped records, the per-target lookup")
-    p = pick(BUDGET["filter"], quick)
-    f = run_child({"task": "filter", **p}, "null")
-    ns = f["ns_per_record"]
-    f["dropped_level_ns"] = statistics.median(ns["dropped_level"])
-    f["dropped_target_ns"] = statistics.median(ns["dropped_target"])
-    f["dropped_target_1000_ns"] = statistics.median(ns["dropped_target_1000"])
-    f["ratio_per_target"] = median_ratio(ns["per_target"], ns["plain"])
-    fig["filter"] = f
-    target("dropped by level (proxy: a level compare)", f["dropped_level_ns"], "<=", 10, "ns")
+    if want("filter"):
+        say("filter: dropped records, the per-target lookup")
+        p = pick(BUDGET["filter"], quick)
+        f = run_child({"task": "filter", **p}, "null")
+        ns = f["ns_per_record"]
+        f["dropped_level_ns"] = statistics.median(ns["dropped_level"])
+        f["dropped_target_ns"] = statistics.median(ns["dropped_target"])
+        f["dropped_target_1000_ns"] = statistics.median(ns["dropped_target_1000"])
+        f["ratio_per_target"] = median_ratio(ns["per_target"], ns["plain"])
+        fig["filter"] = f
+        target("dropped by level (proxy: a level compare)", f["dropped_level_ns"], "<=", 10, "ns")
 
-    say("logging destination against pyo3-log")
-    p = pick(BUDGET["logging"], quick)
-    d = run_child({"task": "logging_delivered", **p}, "null")
-    rps = d["records_per_s"]
-    d["ratio_pyo3_log"] = median_ratio(rps["pylogsink"], rps["pyo3-log"])
-    d["ratio_bare"] = median_ratio(rps["bare logging"], rps["pyo3-log"])
-    target("logging: records/s pylogsink / pyo3-log", d["ratio_pyo3_log"], ">=", 2, "x")
-    fig["logging"] = {"delivered": d, "disabled": {}}
-    for root_level in ("INFO", "WARNING"):
-        r = run_child({"task": "logging_disabled", "root_level": root_level, **p}, "null")
-        ns = r["ns_per_record"]
-        r["ns"] = {name: statistics.median(v) for name, v in ns.items()}
-        r["ratio"] = median_ratio(ns["pyo3-log"], ns["pylogsink"])
-        fig["logging"]["disabled"][root_level] = r
-    ratio = fig["logging"]["disabled"]["INFO"]["ratio"]
-    target("logging: disabled ns, pyo3-log / pylogsink", ratio, ">=", 10, "x")
+    if want("logging"):
+        say("logging destination against pyo3-log")
+        p = pick(BUDGET["logging"], quick)
+        d = run_child({"task": "logging_delivered", **p}, "null")
+        rps = d["records_per_s"]
+        d["ratio_pyo3_log"] = median_ratio(rps["pylogsink"], rps["pyo3-log"])
+        d["ratio_bare"] = median_ratio(rps["bare logging"], rps["pyo3-log"])
+        target("logging: records/s pylogsink / pyo3-log", d["ratio_pyo3_log"], ">=", 2, "x")
+        fig["logging"] = {"delivered": d, "disabled": {}}
+        for root_level in ("INFO", "WARNING"):
+            r = run_child({"task": "logging_disabled", "root_level": root_level, **p}, "null")
+            ns = r["ns_per_record"]
+            r["ns"] = {name: statistics.median(v) for name, v in ns.items()}
+            r["ratio"] = median_ratio(ns["pyo3-log"], ns["pylogsink"])
+            fig["logging"]["disabled"][root_level] = r
+        ratio = fig["logging"]["disabled"]["INFO"]["ratio"]
+        target("logging: disabled ns, pyo3-log / pylogsink", ratio, ">=", 10, "x")
 
-    say("live delivery latency")
-    p = pick(BUDGET["live"], quick)
-    live = run_child({"task": "live", **p}, "null")
-    live["median_ms"] = {k: statistics.median(v) for k, v in live["ms"].items()}
-    live["p99_ms"] = {k: sorted(v)[int(len(v) * 0.99) - 1] for k, v in live["ms"].items()}
-    fig["live"] = live
-    for name in ("logging", "stderr"):
-        target(f"live delivery p99 ({name}), ms", live["p99_ms"][name], "<=", 50, "ms")
+    if want("live"):
+        say("live delivery latency")
+        p = pick(BUDGET["live"], quick)
+        live = run_child({"task": "live", **p}, "null")
+        live["median_ms"] = {k: statistics.median(v) for k, v in live["ms"].items()}
+        live["p99_ms"] = {k: sorted(v)[int(len(v) * 0.99) - 1] for k, v in live["ms"].items()}
+        fig["live"] = live
+        for name in ("logging", "stderr"):
+            target(f"live delivery p99 ({name}), ms", live["p99_ms"][name], "<=", 50, "ms")
 
-    if not quick and shutil.which("valgrind"):
+    if want("instructions") and not quick and shutil.which("valgrind"):
         say("instructions per line (callgrind)")
         p = BUDGET["instructions"]
         fig["instructions"] = {}
@@ -885,87 +909,95 @@ def report(m, fig, targets, quick):
         f"pylogsink benchmark{' (quick)' if quick else ''}: {m['date']}, commit {m['commit']}",
         f"machine: {m['cpu']}, {m['cores']} cores, Linux {m['kernel']}, Python {m['python']}, "
         f"load average at start {m['load']}",
-        "",
-        "1-2. direct line (pylogsink::emit, fd 2) vs bare write(2), ns per line (median of rounds)",
-        "  (fmt+write: format the record as pylogsink does, then a blocking write(2))",
-        "  (floor: the same bytes by the system calls that cannot block, pwritev2(RWF_NOWAIT) on",
-        "  /dev/null, lseek + write(2) on a file that refuses RWF_NOWAIT; on a pipe pwritev2 costs what",
-        "  write(2) does)",
-        f"  {'fd 2':<10}{'size':>6}{'bare':>8}{'floor':>8}{'fmt+write':>11}{'direct':>8}{'direct/bare':>13}"
-        f"{'floor/bare':>12}{'direct/fmt+write':>18}",
     ]
-    for fd2, r in fig["direct"].items():
-        for size, f in r["ns_per_line"].items():
-            med = {k: statistics.median(v) for k, v in f.items()}
-            floor, floor_ratio = "-", "-"
-            if "floor" in f:
-                floor, floor_ratio = f"{med['floor']:.0f}", f"{median_ratio(f['floor'], f['bare']):.2f}x"
-            lines.append(
-                f"  {fd2:<10}{size + ' B':>6}{med['bare']:>8.0f}{floor:>8}{med['format_write']:>11.0f}"
-                f"{med['direct']:>8.0f}{r[f'ratio_{size}']:>12.2f}x{floor_ratio:>12}"
-                f"{median_ratio(f['direct'], f['format_write']):>17.2f}x"
-            )
-    pipe = fig["direct"]["pipe"]
-    got = pipe["drained"]
-    lines.append(f"  pipe: the reader got {got['lines']:,} of {pipe['lines']:,} lines, {got['bad']} malformed")
-    k = fig["kept"]
-    lines += [
-        "",
-        "3. kept lines (sys.stderr replaced by io.StringIO), 100 B lines",
-        f"  {k['lines']} lines per call (under the cap), emit: {statistics.median(k['ns_per_line']):.0f} ns per line "
-        f"(min {min(k['ns_per_line']):.0f}); with the write at return "
-        f"{statistics.median(k['ns_per_line_with_return']):.0f} ns",
-        f"  through log::warn!(\"{{}}\", message), with the write at return: "
-        f"{statistics.median(k['log_warn_ns_per_line_with_return']):.0f} ns per line "
-        f"(min {min(k['log_warn_ns_per_line_with_return']):.0f})",
-        f"  write at return of {k['text_bytes']:,} B: {statistics.median(k['return_ns']) / 1e3:.1f} us; "
-        f"one sys.stderr.write of the same text: {statistics.median(k['write_once_ns']) / 1e3:.1f} us "
-        f"({median_ratio(k['return_ns'], k['write_once_ns']):.2f}x)",
-        f"  {k['over_cap_lines']} lines per call (over the cap): "
-        f"{statistics.median(k['over_cap_ns_per_line']):.0f} ns per line; "
-        f"written at return {k['over_cap_written_bytes']:,} B, of which lines {k['over_cap_line_bytes']:,} B "
-        f"(cap {KEPT_CAP:,}), {k['over_cap_left_out']:,} lines left out per call",
-        f"  note: {k['over_cap_note']}",
-    ]
-    lines += ["", "4. call overhead, timeit from Python, ns per call (minimum of rounds), per build"]
-    for o in fig["overhead"]:
+    if "direct" in fig:
         lines += [
-            f"  {o['build']}:",
-            f"    no-op binding {min(o['noop']):.1f}, wrapped in pylogsink::call {min(o['call']):.1f}, "
-            f"empty loop {min(o['loop']):.1f}: ratio {o['ratio_min']:.3f} "
-            f"(median of rounds {o['ratio_median']:.3f}), +{min(o['call']) - min(o['noop']):.1f} ns, "
-            f"+{(o['ratio_min'] - 1) * 100:.0f}%",
+            "",
+            "1-2. direct line (pylogsink::emit, fd 2) vs bare write(2), ns per line (median of rounds)",
+            "  (fmt+write: format the record as pylogsink does, then a blocking write(2))",
+            "  (floor: the same bytes by the system calls that cannot block, pwritev2(RWF_NOWAIT) on",
+            "  /dev/null, lseek + write(2) on a file that refuses RWF_NOWAIT; on a pipe pwritev2 costs what",
+            "  write(2) does)",
+            f"  {'fd 2':<10}{'size':>6}{'bare':>8}{'floor':>8}{'fmt+write':>11}{'direct':>8}{'direct/bare':>13}"
+            f"{'floor/bare':>12}{'direct/fmt+write':>18}",
         ]
-    lines += [
-        "",
-        "5. lines per second, 100 B lines, same fd 2 (median of rounds)",
-        f"  {'fd 2':<8}{'pylogsink':>12}{'naive':>12}{'pyo3-log':>12}{'vs naive':>10}{'vs pyo3-log':>13}",
-    ]
-    for fd2, s in fig["sinks"].items():
-        lps = {k: statistics.median(v) for k, v in s["lines_per_s"].items()}
-        lines.append(
-            f"  {fd2:<8}{lps['pylogsink']:>12,.0f}{lps['naive']:>12,.0f}{lps['pyo3-log']:>12,.0f}"
-            f"{s['ratio_naive']:>9.1f}x{s['ratio_pyo3_log']:>12.1f}x"
-        )
-    lines.append(f"  (pyo3-log lines are {s['bytes_per_line']['pyo3-log']} B with the same fields)")
-    lines += [
-        "",
-        "6. threads logging at once into a pipe drained by another process (fd2: format + blocking write(2))",
-        f"  {'threads':<8}{'pylogsink lines/s':>19}{'fd2 lines/s':>13}  all lines whole / in order per thread",
-    ]
+        for fd2, r in fig["direct"].items():
+            for size, f in r["ns_per_line"].items():
+                med = {k: statistics.median(v) for k, v in f.items()}
+                floor, floor_ratio = "-", "-"
+                if "floor" in f:
+                    floor, floor_ratio = f"{med['floor']:.0f}", f"{median_ratio(f['floor'], f['bare']):.2f}x"
+                lines.append(
+                    f"  {fd2:<10}{size + ' B':>6}{med['bare']:>8.0f}{floor:>8}{med['format_write']:>11.0f}"
+                    f"{med['direct']:>8.0f}{r[f'ratio_{size}']:>12.2f}x{floor_ratio:>12}"
+                    f"{median_ratio(f['direct'], f['format_write']):>17.2f}x"
+                )
+        pipe = fig["direct"]["pipe"]
+        got = pipe["drained"]
+        lines.append(f"  pipe: the reader got {got['lines']:,} of {pipe['lines']:,} lines, {got['bad']} malformed")
+    if "kept" in fig:
+        k = fig["kept"]
+        lines += [
+            "",
+            "3. kept lines (sys.stderr replaced by io.StringIO), 100 B lines",
+            f"  {k['lines']} lines per call (under the cap), emit: {statistics.median(k['ns_per_line']):.0f} ns per line "
+            f"(min {min(k['ns_per_line']):.0f}); with the write at return "
+            f"{statistics.median(k['ns_per_line_with_return']):.0f} ns",
+            f"  through log::warn!(\"{{}}\", message), with the write at return: "
+            f"{statistics.median(k['log_warn_ns_per_line_with_return']):.0f} ns per line "
+            f"(min {min(k['log_warn_ns_per_line_with_return']):.0f})",
+            f"  write at return of {k['text_bytes']:,} B: {statistics.median(k['return_ns']) / 1e3:.1f} us; "
+            f"one sys.stderr.write of the same text: {statistics.median(k['write_once_ns']) / 1e3:.1f} us "
+            f"({median_ratio(k['return_ns'], k['write_once_ns']):.2f}x)",
+            f"  {k['over_cap_lines']} lines per call (over the cap): "
+            f"{statistics.median(k['over_cap_ns_per_line']):.0f} ns per line; "
+            f"written at return {k['over_cap_written_bytes']:,} B, of which lines {k['over_cap_line_bytes']:,} B "
+            f"(cap {KEPT_CAP:,}), {k['over_cap_left_out']:,} lines left out per call",
+            f"  note: {k['over_cap_note']}",
+        ]
+    if "overhead" in fig:
+        lines += ["", "4. call overhead, timeit from Python, ns per call (minimum of rounds), per build"]
+        for o in fig["overhead"]:
+            lines += [
+                f"  {o['build']}:",
+                f"    no-op binding {min(o['noop']):.1f}, wrapped in pylogsink::call {min(o['call']):.1f}, "
+                f"empty loop {min(o['loop']):.1f}: ratio {o['ratio_min']:.3f} "
+                f"(median of rounds {o['ratio_median']:.3f}), +{min(o['call']) - min(o['noop']):.1f} ns, "
+                f"+{(o['ratio_min'] - 1) * 100:.0f}%",
+            ]
+    if "sinks" in fig:
+        lines += [
+            "",
+            "5. lines per second, 100 B lines, same fd 2 (median of rounds)",
+            f"  {'fd 2':<8}{'pylogsink':>12}{'naive':>12}{'pyo3-log':>12}{'vs naive':>10}{'vs pyo3-log':>13}",
+        ]
+        for fd2, s in fig["sinks"].items():
+            lps = {k: statistics.median(v) for k, v in s["lines_per_s"].items()}
+            lines.append(
+                f"  {fd2:<8}{lps['pylogsink']:>12,.0f}{lps['naive']:>12,.0f}{lps['pyo3-log']:>12,.0f}"
+                f"{s['ratio_naive']:>9.1f}x{s['ratio_pyo3_log']:>12.1f}x"
+            )
+        lines.append(f"  (pyo3-log lines are {s['bytes_per_line']['pyo3-log']} B with the same fields)")
+    if "threads" in fig:
+        lines += [
+            "",
+            "6. threads logging at once into a pipe drained by another process (fd2: format + blocking write(2))",
+            f"  {'threads':<8}{'pylogsink lines/s':>19}{'fd2 lines/s':>13}  all lines whole / in order per thread",
+        ]
 
-    def ok(x):
-        return ("yes" if x["whole"] else "NO") + (", yes" if x["in_order"] else ", NO")
+        def ok(x):
+            return ("yes" if x["whole"] else "NO") + (", yes" if x["in_order"] else ", NO")
 
-    for t in (1, 2, 4, 8):
-        a, w = fig["threads"][f"pylogsink {t}"], fig["threads"][f"fd2 {t}"]
-        lines.append(f"  {t:<8}{a['lines_per_s']:>19,.0f}{w['lines_per_s']:>13,.0f}  {ok(a)} (fd2: {ok(w)})")
-    mem = fig["memory"]
-    lines += [
-        "",
-        f"7. RSS over {mem['rss_kib'][-1][0]:,} calls logging 3 kept lines each ({mem['seconds']:.1f} s)",
-        "  " + ", ".join(f"{c // 1000}k: {r:,} KiB" for c, r in mem["rss_kib"]),
-    ]
+        for t in (1, 2, 4, 8):
+            a, w = fig["threads"][f"pylogsink {t}"], fig["threads"][f"fd2 {t}"]
+            lines.append(f"  {t:<8}{a['lines_per_s']:>19,.0f}{w['lines_per_s']:>13,.0f}  {ok(a)} (fd2: {ok(w)})")
+    if "memory" in fig:
+        mem = fig["memory"]
+        lines += [
+            "",
+            f"7. RSS over {mem['rss_kib'][-1][0]:,} calls logging 3 kept lines each ({mem['seconds']:.1f} s)",
+            "  " + ", ".join(f"{c // 1000}k: {r:,} KiB" for c, r in mem["rss_kib"]),
+        ]
     if "instructions" in fig:
         i = fig["instructions"]
         lines += [
@@ -975,112 +1007,117 @@ def report(m, fig, targets, quick):
             f"  log::error!(\"{{}}\", message): pylogsink {i['log_pylogsink']:.0f}, env_logger {i['env_logger']:.0f}; "
             f"tracing::error! through fmt {i['fmt']:.0f}",
         ]
-    f = fig["filter"]
-    ns = f["ns_per_record"]
+    if "filter" in fig:
+        f = fig["filter"]
+        ns = f["ns_per_record"]
 
-    def row(name, x, fmt, note):
-        return f"  {name:<48}{fmt.format(x):>8}  {note}"
+        def row(name, x, fmt, note):
+            return f"  {name:<48}{fmt.format(x):>8}  {note}"
 
-    lines += [
-        "",
-        "9. Filter: 100 B records on /dev/null inside a call, median of rounds (min in parentheses)",
-        row(
-            "dropped record (level), ns",
-            f["dropped_level_ns"],
-            "{:.1f}",
-            f"({min(ns['dropped_level']):.1f})  emit(Debug) under \"info\"",
-        ),
-        row(
-            "dropped record (target directive), ns",
-            f["dropped_target_ns"],
-            "{:.1f}",
-            f"({min(ns['dropped_target']):.1f})  emit(Info, \"myruntime::noisy::x\") under \"{PER_TARGET_FILTER}\"",
-        ),
-        row(
-            "dropped record (target, 1,000 directives), ns",
-            f["dropped_target_1000_ns"],
-            "{:.1f}",
-            f"({min(ns['dropped_target_1000']):.1f})  the same, under \"info\", 999 others and \"myruntime::noisy=off\"",
-        ),
-        row(
-            "enabled direct, per-target filter / plain",
-            f["ratio_per_target"],
-            "{:.2f}x",
-            f"{statistics.median(ns['per_target']):.0f} ns under \"{PER_TARGET_FILTER}\", "
-            f"{statistics.median(ns['plain']):.0f} ns under \"info\"",
-        ),
-        "  log macros: not measured (no log logger in this process); log's macros drop",
-        "  records below log::max_level() before any logger is asked",
-        '  SPEC "a record the filter drops: no formatting, no allocation, a level compare":',
-        "  proxy used, dropped by level <= 10 ns (in Targets)",
-    ]
-    d, off = fig["logging"]["delivered"], fig["logging"]["disabled"]
-    rps = {k: statistics.median(v) for k, v in d["records_per_s"].items()}
-    lines += [
-        "",
-        "10. logging destination against pyo3-log, median of rounds",
-        "  records/s into one StreamHandler on /dev/null (the formatter of 5) on the root logger at INFO:",
-        f"  pylogsink {rps['pylogsink']:,.0f} ({BUDGET['logging']['per_call']} records per call, handed over at "
-        f"its return), pyo3-log {rps['pyo3-log']:,.0f}: {d['ratio_pyo3_log']:.2f}x",
-        f"  bare logging (makeRecord + Logger.handle from a Python loop) {rps['bare logging']:,.0f}: "
-        f"{d['ratio_bare']:.2f}x pyo3-log, the ceiling of a bridge that makes and handles each record",
-        "  a disabled record (Info, logger myruntime.backend at WARNING), ns (min in parentheses):",
-    ]
-    why = {"INFO": "its target's cached level drops it", "WARNING": "pylogsink's floor drops it"}
-    for root_level, r in off.items():
-        ns, low = r["ns"], {k: min(v) for k, v in r["ns_per_record"].items()}
-        lines.append(
-            f"    root at {root_level:<8} pylogsink {ns['pylogsink']:.1f} ({low['pylogsink']:.1f}), pyo3-log "
-            f"{ns['pyo3-log']:.1f} ({low['pyo3-log']:.1f}): {r['ratio']:.1f}x  ({why[root_level]})"
-        )
-    lines += [
-        "",
-        "11. tracing event with two fields (rows=42, path=\"model.pte\") at Info, in a call, ns per event",
-        "  (median of rounds): pylogsink's layer against tracing-subscriber's fmt layer (no color, stderr);",
-        "  size is pylogsink's record; fmt writes the same message and fields in its own layout",
-        f"  {'fd 2':<10}{'size':>6}{'pylogsink':>11}{'fmt':>8}{'pylogsink/fmt':>15}",
-    ]
-    for fd2, r in fig["tracing"].items():
-        for size, f in r["ns_per_line"].items():
-            med = {k: statistics.median(v) for k, v in f.items()}
+        lines += [
+            "",
+            "9. Filter: 100 B records on /dev/null inside a call, median of rounds (min in parentheses)",
+            row(
+                "dropped record (level), ns",
+                f["dropped_level_ns"],
+                "{:.1f}",
+                f"({min(ns['dropped_level']):.1f})  emit(Debug) under \"info\"",
+            ),
+            row(
+                "dropped record (target directive), ns",
+                f["dropped_target_ns"],
+                "{:.1f}",
+                f"({min(ns['dropped_target']):.1f})  emit(Info, \"myruntime::noisy::x\") under \"{PER_TARGET_FILTER}\"",
+            ),
+            row(
+                "dropped record (target, 1,000 directives), ns",
+                f["dropped_target_1000_ns"],
+                "{:.1f}",
+                f"({min(ns['dropped_target_1000']):.1f})  the same, under \"info\", 999 others and \"myruntime::noisy=off\"",
+            ),
+            row(
+                "enabled direct, per-target filter / plain",
+                f["ratio_per_target"],
+                "{:.2f}x",
+                f"{statistics.median(ns['per_target']):.0f} ns under \"{PER_TARGET_FILTER}\", "
+                f"{statistics.median(ns['plain']):.0f} ns under \"info\"",
+            ),
+            "  log macros: not measured (no log logger in this process); log's macros drop",
+            "  records below log::max_level() before any logger is asked",
+            '  SPEC "a record the filter drops: no formatting, no allocation, a level compare":',
+            "  proxy used, dropped by level <= 10 ns (in Targets)",
+        ]
+    if "logging" in fig:
+        d, off = fig["logging"]["delivered"], fig["logging"]["disabled"]
+        rps = {k: statistics.median(v) for k, v in d["records_per_s"].items()}
+        lines += [
+            "",
+            "10. logging destination against pyo3-log, median of rounds",
+            "  records/s into one StreamHandler on /dev/null (the formatter of 5) on the root logger at INFO:",
+            f"  pylogsink {rps['pylogsink']:,.0f} ({BUDGET['logging']['per_call']} records per call, handed over at "
+            f"its return), pyo3-log {rps['pyo3-log']:,.0f}: {d['ratio_pyo3_log']:.2f}x",
+            f"  bare logging (makeRecord + Logger.handle from a Python loop) {rps['bare logging']:,.0f}: "
+            f"{d['ratio_bare']:.2f}x pyo3-log, the ceiling of a bridge that makes and handles each record",
+            "  a disabled record (Info, logger myruntime.backend at WARNING), ns (min in parentheses):",
+        ]
+        why = {"INFO": "its target's cached level drops it", "WARNING": "pylogsink's floor drops it"}
+        for root_level, r in off.items():
+            ns, low = r["ns"], {k: min(v) for k, v in r["ns_per_record"].items()}
             lines.append(
-                f"  {fd2:<10}{size + ' B':>6}{med['pylogsink']:>11.0f}{med['fmt']:>8.0f}{r[f'ratio_{size}']:>14.2f}x"
+                f"    root at {root_level:<8} pylogsink {ns['pylogsink']:.1f} ({low['pylogsink']:.1f}), pyo3-log "
+                f"{ns['pyo3-log']:.1f} ({low['pyo3-log']:.1f}): {r['ratio']:.1f}x  ({why[root_level]})"
             )
-    lines += [
-        "",
-        "12. direct line through log::error!(\"{}\", message) against its peers, ns per line (median of rounds,",
-        "  one child per contender and round): pylogsink (in a call, to fd 2), env_logger (default format),",
-        "  tracing fmt (tracing::error!), bare write(2) of pylogsink's line; size is pylogsink's line",
-        f"  {'fd 2':<10}{'size':>6}{'bare':>8}{'pylogsink':>11}{'env_logger':>12}{'fmt':>8}{'pyl/bare':>10}"
-        f"{'pyl/min(peers)':>16}",
-    ]
-    for fd2, r in fig["peers"].items():
-        for size, f in r["ns_per_line"].items():
-            med = {k: statistics.median(v) for k, v in f.items()}
+    if "tracing" in fig:
+        lines += [
+            "",
+            "11. tracing event with two fields (rows=42, path=\"model.pte\") at Info, in a call, ns per event",
+            "  (median of rounds): pylogsink's layer against tracing-subscriber's fmt layer (no color, stderr);",
+            "  size is pylogsink's record; fmt writes the same message and fields in its own layout",
+            f"  {'fd 2':<10}{'size':>6}{'pylogsink':>11}{'fmt':>8}{'pylogsink/fmt':>15}",
+        ]
+        for fd2, r in fig["tracing"].items():
+            for size, f in r["ns_per_line"].items():
+                med = {k: statistics.median(v) for k, v in f.items()}
+                lines.append(
+                    f"  {fd2:<10}{size + ' B':>6}{med['pylogsink']:>11.0f}{med['fmt']:>8.0f}{r[f'ratio_{size}']:>14.2f}x"
+                )
+    if "peers" in fig:
+        lines += [
+            "",
+            "12. direct line through log::error!(\"{}\", message) against its peers, ns per line (median of rounds,",
+            "  one child per contender and round): pylogsink (in a call, to fd 2), env_logger (default format),",
+            "  tracing fmt (tracing::error!), bare write(2) of pylogsink's line; size is pylogsink's line",
+            f"  {'fd 2':<10}{'size':>6}{'bare':>8}{'pylogsink':>11}{'env_logger':>12}{'fmt':>8}{'pyl/bare':>10}"
+            f"{'pyl/min(peers)':>16}",
+        ]
+        for fd2, r in fig["peers"].items():
+            for size, f in r["ns_per_line"].items():
+                med = {k: statistics.median(v) for k, v in f.items()}
+                lines.append(
+                    f"  {fd2:<10}{size + ' B':>6}{med['bare']:>8.0f}{med['pylogsink']:>11.0f}{med['env_logger']:>12.0f}"
+                    f"{med['fmt']:>8.0f}{r[f'ratio_bare_{size}']:>9.2f}x{r[f'ratio_peers_{size}']:>15.2f}x"
+                )
+        if "file" in fig["peers"]:
+            per = fig["peers"]["file"]["bytes_per_line"]
             lines.append(
-                f"  {fd2:<10}{size + ' B':>6}{med['bare']:>8.0f}{med['pylogsink']:>11.0f}{med['env_logger']:>12.0f}"
-                f"{med['fmt']:>8.0f}{r[f'ratio_bare_{size}']:>9.2f}x{r[f'ratio_peers_{size}']:>15.2f}x"
+                "  bytes per line (file): "
+                + "; ".join(
+                    f"{size} B: " + ", ".join(f"{w} {v:.0f}" for w, v in b.items() if w != "bare") for size, b in per.items()
+                )
             )
-    if "file" in fig["peers"]:
-        per = fig["peers"]["file"]["bytes_per_line"]
-        lines.append(
-            "  bytes per line (file): "
-            + "; ".join(
-                f"{size} B: " + ", ".join(f"{w} {v:.0f}" for w, v in b.items() if w != "bare") for size, b in per.items()
+        pipe = fig["peers"]["pipe"]
+        lines.append(f"  pipe: every line of every contender read back whole: {'yes' if pipe['whole'] else 'NO'}")
+    if "live" in fig:
+        live = fig["live"]
+        lines += [
+            "",
+            "live delivery: a call that releases the GIL logs a line every 5 ms; ms from logged to handed over",
+        ]
+        for name, what in (("logging", "a logging handler"), ("stderr", "a replaced sys.stderr")):
+            lines.append(
+                f"  to {what}: median {live['median_ms'][name]:.1f}, p99 {live['p99_ms'][name]:.1f}, "
+                f"max {max(live['ms'][name]):.1f} ({len(live['ms'][name])} lines)"
             )
-        )
-    pipe = fig["peers"]["pipe"]
-    lines.append(f"  pipe: every line of every contender read back whole: {'yes' if pipe['whole'] else 'NO'}")
-    live = fig["live"]
-    lines += [
-        "",
-        "live delivery: a call that releases the GIL logs a line every 5 ms; ms from logged to handed over",
-    ]
-    for name, what in (("logging", "a logging handler"), ("stderr", "a replaced sys.stderr")):
-        lines.append(
-            f"  to {what}: median {live['median_ms'][name]:.1f}, p99 {live['p99_ms'][name]:.1f}, "
-            f"max {max(live['ms'][name]):.1f} ({len(live['ms'][name])} lines)"
-        )
     lines += ["", "Targets (SPEC)", f"  {'figure':<44}{'measured':>12}  {'target':<13} met"]
     for t in targets:
         limit = t["op"] + " " + fmt_num(t["limit"], t["unit"])
@@ -1190,6 +1227,11 @@ def main():
     if "--child" in sys.argv:
         return child_main(json.loads(sys.argv[sys.argv.index("--child") + 1]))
     quick = "--quick" in sys.argv
+    only = None
+    if "--only" in sys.argv:
+        only = set(sys.argv[sys.argv.index("--only") + 1].split(","))
+        if unknown := only - set(SECTIONS):
+            sys.exit(f"--only: unknown {', '.join(sorted(unknown))}; one or more of {', '.join(SECTIONS)}")
     import importlib.util
 
     if importlib.util.find_spec("pylogsink_bench") is None:
@@ -1197,9 +1239,13 @@ def main():
     os.makedirs(RESULTS, exist_ok=True)
     started = time.monotonic()
     m = machine()
-    fig, targets = measure(quick, lambda what: print(f"[{time.monotonic() - started:5.1f} s] {what}", file=sys.stderr))
+    say = lambda what: print(f"[{time.monotonic() - started:5.1f} s] {what}", file=sys.stderr)
+    fig, targets = measure(quick, say, only)
     text = report(m, fig, targets, quick)
     print(text)
+    if only is not None:
+        # Part of the figures: bench/results/ keeps those of a whole run.
+        return
     with open(os.path.join(RESULTS, "latest.txt"), "w") as f:
         f.write(text + "\n")
     with open(os.path.join(RESULTS, "latest.json"), "w") as f:
