@@ -130,10 +130,32 @@ Why each measurement exists:
    (`LogRecord.created`; the line's own timestamp) to when a logging
    handler, then a replaced `sys.stderr`, got it. Median, p99 and max in
    ms. Target: p99 <= 50 ms.
+14. logging destination while another Python thread holds the GIL busy:
+   the case pylogsink exists for, a native thread that logs while Python
+   runs. A Python thread spins in pure Python (`while not stop: x += 1`)
+   so that the GIL is always wanted; records are logged by a thread that
+   does not hold it, 100-byte Info records to the handler of (10), and
+   only the native loop is timed, in ns per record. After each run the
+   child waits (up to 10 s) until the handler got every record, so the
+   figure counts records delivered. pylogsink, twice, as the bench module
+   can drive it both ways: from a native thread of its own outside any
+   call (`pylogsink::emit`; each record waits in the process-wide queue,
+   and pylogsink's delivery thread hands it to `logging` within ~100 ms),
+   and from the calling thread inside `pylogsink::call` with the GIL
+   released (`py.detach`; records wait in the call, handed over while it
+   runs by the same delivery thread, the rest at its return, not timed).
+   Neither takes the GIL in the loop. pyo3-log: `log::info!` from a
+   native thread of its own, which takes the GIL for every record and so
+   waits until the spinning thread lets it go (up to the switch interval,
+   5 ms by default, left as it is; a record that comes right after the
+   thread let the GIL go may win it back at once): it logs far fewer
+   records per run (`BUDGET`), which is fair as the figure is per record.
+   Target: pylogsink <= 200 ns per record (median of rounds), each way;
+   pyo3-log's ns per record and the ratio beside it.
 
 Every measurement but (9) runs with the filter "info", so that each of its
-Info records is logged; (9) changes the filter and puts "info" back. (10)
-and (13) run in children of their own with the `logging` destination;
+Info records is logged; (9) changes the filter and puts "info" back. (10),
+(13) and (14) run in children of their own with the `logging` destination;
 every other measurement sends records to stderr.
 """
 
@@ -168,6 +190,9 @@ BUDGET = {
     "filter": {"rounds": (5, 11), "n": (40_000, 200_000), "dropped_n": (1_000_000, 5_000_000)},
     "logging": {"rounds": (3, 9), "n": (20_000, 60_000), "per_call": 400, "dropped_n": (1_000_000, 3_000_000)},
     "live": {"count": (100, 400)},
+    # pyo3-log waits for the GIL at every record (about the switch
+    # interval, 5 ms): it logs fewer records per round.
+    "gil_busy": {"rounds": (5, 11), "n": 5_000, "pyo3_log_n": (20, 200)},
 }
 TARGET = "myruntime::backend"
 PER_TARGET_FILTER = "info,myruntime::noisy=off"
@@ -514,6 +539,54 @@ def child_logging_disabled(p, b):
     return {"ns_per_record": interleaved(p["rounds"], {name: lambda name=name: run(name, n) for name in rivals})}
 
 
+def child_gil_busy(p, b):
+    """(14): records logged without the GIL while a Python thread spins in
+    pure Python, so that the GIL is always wanted. pylogsink (the `logging`
+    destination, records kept natively for its delivery thread), from a
+    native thread outside any call and inside a call that released the
+    GIL, against pyo3-log from a native thread. Only the native loop is
+    timed; each run then waits until the handler got every record."""
+    b.install("pyo3-log")
+    handler, _ = logging_setup(b, "INFO", "NOTSET")
+    message = line_message(b, 100)
+    # A first call with the `logging` destination starts pylogsink's
+    # delivery thread.
+    b.logging_calls(1, 1, message)
+    counts = {"outside": p["n"], "in_call": p["n"], "pyo3-log": p["pyo3_log_n"]}
+
+    def run(name, n=None):
+        n = n or counts[name]
+        handler.count = 0
+        ns = b.gil_busy_lines(n, message, name)
+        # pyo3-log handles each record before it returns; pylogsink's
+        # thread within ~100 ms (longer here: it waits for the GIL too).
+        deadline = time.monotonic() + 10
+        while handler.count < n and time.monotonic() < deadline:
+            time.sleep(0.01)
+        if handler.count != n:
+            raise AssertionError(f"{name}: the handler got {handler.count} of {n} records")
+        return ns / n
+
+    stop, spins = False, [0]
+
+    def busy():
+        x = 0
+        while not stop:
+            x += 1
+        spins[0] = x
+
+    spinner = threading.Thread(target=busy, name="busy")
+    spinner.start()
+    try:
+        for name in counts:
+            run(name, 5)
+        ns = interleaved(p["rounds"], {name: lambda name=name: run(name) for name in counts})
+    finally:
+        stop = True
+        spinner.join()
+    return {"ns_per_record": ns, "n": counts, "switch_interval_s": sys.getswitchinterval(), "spins": spins[0]}
+
+
 def child_live(p, b):
     """Live delivery: a call that releases the GIL logs one line every 5 ms
     through the demo runtime (pylogsink's own package); each is timed from
@@ -691,7 +764,7 @@ def machine():
 # The measurements, by the key of their figures, for --only.
 SECTIONS = (
     "direct", "tracing", "peers", "kept", "overhead", "sinks", "threads", "memory", "filter", "logging", "live",
-    "instructions",
+    "gil_busy", "instructions",
 )
 
 
@@ -885,6 +958,18 @@ def measure(quick, say, only=None):
         fig["live"] = live
         for name in ("logging", "stderr"):
             target(f"live delivery p99 ({name}), ms", live["p99_ms"][name], "<=", 50, "ms")
+
+    if want("gil_busy"):
+        say("logging without the GIL while a Python thread keeps it busy")
+        p = pick(BUDGET["gil_busy"], quick)
+        g = run_child({"task": "gil_busy", **p}, "null")
+        ns = g["ns_per_record"]
+        g["ns"] = {name: statistics.median(v) for name, v in ns.items()}
+        g["ratio_outside"] = median_ratio(ns["pyo3-log"], ns["outside"])
+        g["ratio_in_call"] = median_ratio(ns["pyo3-log"], ns["in_call"])
+        fig["gil_busy"] = g
+        target("GIL busy: pylogsink outside a call, ns", g["ns"]["outside"], "<=", 200, "ns")
+        target("GIL busy: pylogsink in a call, ns", g["ns"]["in_call"], "<=", 200, "ns")
 
     if want("instructions") and not quick and shutil.which("valgrind"):
         say("instructions per line (callgrind)")
@@ -1126,6 +1211,23 @@ def report(m, fig, targets, quick):
                 f"  to {what}: median {live['median_ms'][name]:.1f}, p99 {live['p99_ms'][name]:.1f}, "
                 f"max {max(live['ms'][name]):.1f} ({len(live['ms'][name])} lines)"
             )
+    if "gil_busy" in fig:
+        g = fig["gil_busy"]
+        low = {k: min(v) for k, v in g["ns_per_record"].items()}
+        lines += [
+            "",
+            "14. logging without the GIL while another Python thread spins in pure Python (switch interval "
+            f"{g['switch_interval_s'] * 1e3:g} ms),",
+            "  100 B Info records to the handler of (10), ns per record over the native loop only (median of",
+            "  rounds, min in parentheses); every record reached the handler before the next run",
+            f"  pylogsink, a native thread outside any call: {g['ns']['outside']:.0f} ({low['outside']:.0f}), "
+            f"{g['n']['outside']:,} records per run",
+            f"  pylogsink, in a call that released the GIL: {g['ns']['in_call']:.0f} ({low['in_call']:.0f}), "
+            f"{g['n']['in_call']:,} records per run",
+            f"  pyo3-log, a native thread: {g['ns']['pyo3-log']:,.0f} ({low['pyo3-log']:,.0f}), "
+            f"{g['n']['pyo3-log']:,} records per run (each waits for the GIL)",
+            f"  pyo3-log / pylogsink: {g['ratio_outside']:,.0f}x outside a call, {g['ratio_in_call']:,.0f}x in a call",
+        ]
     lines += ["", "Targets (SPEC)", f"  {'figure':<44}{'measured':>12}  {'target':<13} met"]
     for t in targets:
         limit = t["op"] + " " + fmt_num(t["limit"], t["unit"])

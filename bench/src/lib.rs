@@ -6,7 +6,9 @@
 //! out of per-line figures. All loops run with the GIL held, as a binding's
 //! body does; for the naive sink and pyo3-log that is their cheapest case
 //! (taking the GIL is then only a counter increment), so the ratios
-//! against them are conservative.
+//! against them are conservative. The exceptions log without the GIL on
+//! purpose: the threads of [`threads_lines`], and [`gil_busy_lines`], where
+//! another Python thread keeps the GIL busy.
 //!
 //! Loading the module installs no `log` logger: a process has one, set
 //! once, and each child of the benchmark picks its own with [`install`]
@@ -536,6 +538,54 @@ fn pyo3log_lines(n: u64, message: &str) -> u64 {
     nanos(start)
 }
 
+/// `n` Info records of `message` logged without the GIL, for (14), where
+/// a Python thread keeps the GIL busy; times the logging loop only.
+/// `which` is:
+///
+/// - "outside": a native thread of its own, outside any call, through
+///   `pylogsink::emit` (with the `logging` destination, each record waits
+///   in the process-wide queue for pylogsink's delivery thread);
+/// - "in_call": the calling thread, inside `pylogsink::call` with the GIL
+///   released (`py.detach`), through `pylogsink::emit` (records wait in
+///   the call, handed over while it runs by the delivery thread, the rest
+///   at its return, which is not timed);
+/// - "pyo3-log": a native thread of its own through `log::info!`, which
+///   pyo3-log hands to `logging` at once, taking the GIL for each record.
+#[pyfunction]
+fn gil_busy_lines(py: Python<'_>, n: u64, message: &str, which: &str) -> PyResult<u64> {
+    let on_thread = |body: fn(u64, &str)| {
+        py.detach(|| {
+            std::thread::scope(|s| {
+                s.spawn(|| {
+                    let start = Instant::now();
+                    body(n, message);
+                    nanos(start)
+                })
+                .join()
+                .expect("no panic")
+            })
+        })
+    };
+    match which {
+        "outside" => Ok(on_thread(|n, message| {
+            loop_emit(n, Level::Info, TARGET, message.as_bytes())
+        })),
+        "in_call" => pylogsink::call(py, || {
+            Ok(py.detach(|| {
+                let start = Instant::now();
+                loop_emit(n, Level::Info, TARGET, message.as_bytes());
+                nanos(start)
+            }))
+        }),
+        "pyo3-log" => Ok(on_thread(|n, message| {
+            for _ in 0..n {
+                log::info!(target: TARGET, "{message}");
+            }
+        })),
+        _ => Err(PyValueError::new_err(format!("unknown rival {which:?}"))),
+    }
+}
+
 /// `threads` native threads log `n` records of `size` bytes each at once.
 /// `sink` is `"pylogsink"` (each thread inside its own `pylogsink::call`,
 /// the GIL released while it logs) or `"fd2"` (format, then a blocking
@@ -733,6 +783,7 @@ fn pylogsink_bench(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(log_call, m)?)?;
     m.add_function(wrap_pyfunction!(naive_lines, m)?)?;
     m.add_function(wrap_pyfunction!(pyo3log_lines, m)?)?;
+    m.add_function(wrap_pyfunction!(gil_busy_lines, m)?)?;
     m.add_function(wrap_pyfunction!(threads_lines, m)?)?;
     m.add_function(wrap_pyfunction!(drain, m)?)?;
     m.add_function(wrap_pyfunction!(stats, m)?)?;
