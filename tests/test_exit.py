@@ -12,7 +12,7 @@ import pytest
 
 from conftest import python, records
 
-RUNS = 30
+RUNS = 60
 
 # CPython 3.10 itself sometimes segfaults at exit when a daemon thread
 # takes the GIL after the interpreter was freed (take_gil reads the freed

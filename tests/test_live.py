@@ -18,7 +18,7 @@ from collections.abc import Iterator
 import pytest
 
 import pylogsink
-from conftest import logging_destination
+from conftest import logging_destination, python, records
 
 DEMO = "_pylogsink.runtime"
 REQUEST = contextvars.ContextVar("request", default="none")
@@ -158,3 +158,57 @@ def test_capsys_gets_every_line_of_a_long_call_once(capsys: pytest.CaptureFixtur
     err = capsys.readouterr().err
     assert [line.split("] ", 1)[1] for line in err.splitlines()] == [f"slow line {i}" for i in range(200)]
 
+
+
+def test_a_native_thread_outside_any_call_follows_a_stream_replaced_while_no_call_runs() -> None:
+    # pylogsink's thread runs (a first call found sys.stderr replaced), the
+    # last call saw the process's own stderr; then sys.stderr is replaced
+    # and no call is made. A native thread logs 100 lines, 10 ms apart:
+    # pylogsink asks again within 100 ms of the first, so the lines after
+    # that go to the new stream; none is lost or written twice.
+    done = python(
+        """
+        import contextlib, io, sys, time, pylogsink
+        with contextlib.redirect_stderr(io.StringIO()):
+            pylogsink.noop_in_call()
+        pylogsink.noop_in_call()
+        buf = io.StringIO()
+        sys.stderr = buf
+        logger = pylogsink.start_background_logger(100, 0.01)
+        time.sleep(1.5)
+        sys.stderr = sys.__stderr__
+        logger.join()
+        print(repr(buf.getvalue()))
+        """
+    )
+    assert done.returncode == 0, done.stderr
+    to_stream = [r.split("] ", 1)[1] for r in records(eval(done.stdout))]
+    to_fd2 = [r.split("] ", 1)[1] for r in records(done.stderr)]
+    assert sorted(to_fd2 + to_stream, key=lambda m: int(m.split()[-1])) == [f"background line {i}" for i in range(100)]
+    assert len(to_stream) >= 80, (len(to_fd2), len(to_stream))
+    assert to_fd2 == [f"background line {i}" for i in range(len(to_fd2))], "the first ones, in order"
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
+def test_pylogsink_thread_does_not_wake_while_idle() -> None:
+    # Idle, the delivery thread sleeps until something waits for Python: it
+    # is switched in no more than a couple of times in 2 s (a thread that
+    # polled every 20 ms would be switched in about 100 times).
+    done = python(
+        """
+        import logging, threading, time, pylogsink
+        pylogsink.set_log_destination("logging")
+        logging.getLogger().setLevel(logging.INFO)
+        pylogsink.log_lines(3)
+        time.sleep(0.3)
+        (thread,) = [t for t in threading.enumerate() if t.name == "pylogsink-logging"]
+        def switches():
+            with open(f"/proc/self/task/{thread.native_id}/status") as status:
+                return sum(int(line.split()[1]) for line in status if "ctxt_switches" in line)
+        before = switches()
+        time.sleep(2)
+        print(switches() - before)
+        """
+    )
+    assert done.returncode == 0, done.stderr
+    assert int(done.stdout) <= 3, done.stdout

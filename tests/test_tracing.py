@@ -24,7 +24,7 @@ from pathlib import Path
 import pytest
 
 import pylogsink_testext as testext
-from conftest import logging_destination, python, records
+from conftest import logging_destination, python, records, wait_until
 from test_filter import Record, parse, run, show
 
 EXT = Path(__file__).parent / "ext" / "src" / "lib.rs"
@@ -402,6 +402,48 @@ def test_h2_records_in_capsys_follow_set_log_filter(
     assert testext.h2_get(h2_port, "/", True) == (200, 3)
     recs = parse(capsys.readouterr().err)
     assert recs == [], show(recs)
+
+
+@pytest.mark.parametrize("capture", ["capsys", "redirect_stderr"])
+def test_a_global_runtime_nobody_attaches_reaches_a_replaced_stderr(
+    h2_port: int, capsys: pytest.CaptureFixture[str], capture: str, filter_restored: None
+) -> None:
+    # h2 logs from the worker threads of a long-lived tokio runtime, outside
+    # any call: pylogsink's thread writes their lines to the replaced
+    # stream, each once, while the call waits and after it returns.
+    testext.set_log_filter("warn,h2=debug")
+    capsys.readouterr()
+    before = testext.log_stats()["emitted"]
+    buf = io.StringIO()
+    got: list[str] = []
+
+    def h2_lines() -> int:
+        if capture == "capsys":
+            got.append(capsys.readouterr().err)
+        text = buf.getvalue() if capture == "redirect_stderr" else "".join(got)
+        return len([r for r in parse(text) if r.target.startswith("h2::")])
+
+    with contextlib.redirect_stderr(buf) if capture == "redirect_stderr" else contextlib.nullcontext():
+        assert testext.h2_on_global_runtime(h2_port, 4, 10) == 40
+        # Connections close after the call returned: those lines follow.
+        wait_until(lambda: h2_lines() == testext.log_stats()["emitted"] - before, 10, "every h2 line, once")
+    assert h2_lines() >= 100
+
+
+def test_a_global_runtime_nobody_attaches_reaches_caplog(
+    h2_port: int, caplog: pytest.LogCaptureFixture, ext: None, filter_restored: None
+) -> None:
+    testext.set_log_filter("warn,h2=debug")
+    caplog.set_level(logging.DEBUG, logger="h2")
+    before = testext.log_stats()["emitted"]
+    assert testext.h2_on_global_runtime(h2_port, 4, 10) == 40
+    wait_until(
+        lambda: len([r for r in caplog.records if r.name.startswith("h2")]) == testext.log_stats()["emitted"] - before,
+        10,
+        "every h2 record in caplog",
+    )
+    assert len([r for r in caplog.records if r.name.startswith("h2")]) >= 100
+    assert {r.threadName for r in caplog.records if r.name.startswith("h2")} >= {"global-tokio"}
 
 
 def test_h2_fields_reach_logging_as_attributes(h2_port: int, caplog: pytest.LogCaptureFixture, ext: None) -> None:

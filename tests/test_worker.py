@@ -9,6 +9,7 @@ import contextlib
 import io
 import logging
 import subprocess
+import sys
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -44,12 +45,27 @@ def test_capsys_receives_every_workers_lines_in_order(capsys: pytest.CaptureFixt
     assert_every_line_in_order(per_worker(capsys.readouterr().err))
 
 
-def test_without_attach_the_workers_lines_skip_capsys(capsys: pytest.CaptureFixture[str]) -> None:
-    # What attach fixes: a worker outside any call writes to fd 2 directly.
-    before = pylogsink.log_stats()["emitted"]
+def test_without_attach_the_workers_lines_still_reach_capsys(capsys: pytest.CaptureFixture[str]) -> None:
+    # Outside any call while sys.stderr is replaced: pylogsink's thread
+    # writes them to it (the call's return writes what it has not yet),
+    # each worker's in order, but not among the call's own lines.
     pylogsink.fan_out(WORKERS, LINES, attach=False)
-    assert pylogsink.log_stats()["emitted"] == before + WORKERS * LINES, "the workers logged"
-    assert per_worker(capsys.readouterr().err) == {}
+    assert_every_line_in_order(per_worker(capsys.readouterr().err))
+
+
+def test_without_attach_the_workers_lines_reach_capsys_before_the_return(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    # The workers finish, then the call waits a second with the GIL
+    # released: their lines are in capsys while it still runs.
+    stream = sys.stderr
+    during: list[str] = []
+    watcher = threading.Timer(0.6, lambda: during.append(stream.getvalue()))
+    watcher.start()
+    pylogsink.fan_out(WORKERS, LINES, attach=False, hang=1.0)
+    watcher.join()
+    assert_every_line_in_order(per_worker(during[0]))
+    assert_every_line_in_order(per_worker(capsys.readouterr().err))
 
 
 def test_redirect_stderr_receives_every_workers_lines_when_the_call_returns() -> None:
@@ -138,22 +154,30 @@ def test_the_same_pool_through_the_naive_sink_hangs() -> None:
         python(POOL_DEADLOCK.format(sink="naive"), timeout=15)
 
 
-def test_a_worker_that_outlives_its_call_logs_to_fd2() -> None:
+@pytest.mark.parametrize("joined_inside", [False, True])
+def test_a_worker_that_outlives_its_call_logs_as_outside_any_call(joined_inside: bool) -> None:
+    # Logged after the call returned: outside any call, so to sys.stderr as
+    # it is then. Joined after redirect_stderr ended (1 s is long past
+    # that): on fd 2. Joined inside it: in the redirected stream.
     done = python(
-        """
-        import contextlib, io, pylogsink
+        f"""
+        import contextlib, io, time, pylogsink
         buf = io.StringIO()
         with contextlib.redirect_stderr(buf):
-            late = pylogsink.outlive_call(3, 0.2)
+            late = pylogsink.outlive_call(3, {0.2 if joined_inside else 1.0})
+            if {joined_inside}:
+                late.join()
+                time.sleep(0.5)  # pylogsink's thread writes them within 50 ms
         late.join()
         print(repr(buf.getvalue()))
         """,
         timeout=30,
     )
     assert done.returncode == 0, done.stderr
-    # Logged after the call returned: outside any call, so on fd 2.
-    assert [r.split("] ", 1)[1] for r in records(done.stderr)] == [f"late line {i}" for i in range(3)]
-    assert "late line" not in done.stdout
+    late = [f"late line {i}" for i in range(3)]
+    on_fd2 = [r.split("] ", 1)[1] for r in records(done.stderr)]
+    in_buf = [r.split("] ", 1)[1] for r in records(eval(done.stdout))]
+    assert (in_buf, on_fd2) == ((late, []) if joined_inside else ([], late))
 
 
 def test_a_rayon_pool_attached_to_the_call(capsys: pytest.CaptureFixture[str]) -> None:

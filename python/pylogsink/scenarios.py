@@ -113,8 +113,12 @@ def daemon_exit(sink: str, replaced: bool, destination: str = "stderr", threads:
         sys.stderr = SlowStderr(delay=0.0001)  # type: ignore[assignment]
 
     def worker() -> None:
+        # Calls that hold the GIL and calls that release it, in turn: the
+        # latter are handed over live, and both at their return.
+        detach = False
         while True:
-            pylogsink.log_lines(10, size=100)
+            pylogsink.log_lines(10, size=100, detach=detach)
+            detach = not detach
 
     for _ in range(threads):
         threading.Thread(target=worker, daemon=True).start()

@@ -119,7 +119,7 @@
 //! is handed over by a Python thread of pylogsink's own while its call runs
 //! with the GIL released (in the `contextvars` context the call was entered
 //! in), at the return of the outermost call, or, when it was logged outside
-//! any call, within 100 ms. A call keeps its newest 10,000 records within
+//! any call, at once. A call keeps its newest 10,000 records within
 //! 4 MiB ([`Builder::logging_budget`]). Python's logger levels are applied on the native side too, from
 //! a cache that `logging` itself invalidates whenever a level changes, so a
 //! record no logger would take costs a compare. [`Level::Fatal`] lines

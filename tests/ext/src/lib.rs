@@ -405,7 +405,77 @@ fn log_then_crash(py: Python<'_>, count: usize, kind: &str) -> PyResult<()> {
 #[pyfunction]
 fn h2_fan_out(py: Python<'_>, port: u16, workers: usize, requests: usize) -> PyResult<usize> {
     type Error = Box<dyn std::error::Error + Send + Sync>;
-    async fn connection(port: u16, requests: usize) -> Result<usize, Error> {
+    pylogsink::call(py, || {
+        let call = pylogsink::Call::current()
+            .ok_or_else(|| PyRuntimeError::new_err("h2_fan_out: not in a call"))?;
+        let run = move || -> Result<usize, Error> {
+            let runtime = tokio::runtime::Builder::new_multi_thread()
+                .worker_threads(workers)
+                .enable_all()
+                .on_thread_start(move || call.attach_thread())
+                .on_thread_stop(pylogsink::detach_thread)
+                .build()?;
+            let answered = runtime.block_on(async {
+                let tasks: Vec<_> = (0..workers)
+                    .map(|_| tokio::spawn(h2_requests(port, requests)))
+                    .collect();
+                let mut ok = 0;
+                for task in tasks {
+                    ok += task.await??;
+                }
+                Ok::<usize, Error>(ok)
+            });
+            runtime.shutdown_timeout(std::time::Duration::from_secs(10));
+            answered
+        };
+        py.detach(run)
+            .map_err(|e| PyRuntimeError::new_err(format!("h2_fan_out {port}: {e}")))
+    })
+}
+
+/// A long-lived tokio runtime, made at the first use and never shut down,
+/// whose worker threads nobody attaches to a call: a runtime's global pool.
+static GLOBAL_RUNTIME: LazyLock<tokio::runtime::Runtime> = LazyLock::new(|| {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .thread_name("global-tokio")
+        .enable_all()
+        .build()
+        .expect("a tokio runtime")
+});
+
+/// `connections` HTTP/2 connections to 127.0.0.1:`port`, each making
+/// `requests` GETs of "/", as tasks on [`GLOBAL_RUNTIME`]: h2 logs from its
+/// worker threads, outside any call. The call waits for them with the GIL
+/// released. Returns how many answered 200.
+#[pyfunction]
+fn h2_on_global_runtime(
+    py: Python<'_>,
+    port: u16,
+    connections: usize,
+    requests: usize,
+) -> PyResult<usize> {
+    pylogsink::call(py, || {
+        py.detach(|| {
+            let tasks: Vec<_> = (0..connections)
+                .map(|_| GLOBAL_RUNTIME.spawn(h2_requests(port, requests)))
+                .collect();
+            GLOBAL_RUNTIME.block_on(async {
+                let mut ok = 0;
+                for task in tasks {
+                    ok += task.await.map_err(|e| e.to_string())??;
+                }
+                Ok::<usize, String>(ok)
+            })
+        })
+        .map_err(|e| PyRuntimeError::new_err(format!("h2_on_global_runtime {port}: {e}")))
+    })
+}
+
+/// `requests` GETs of "/" over one HTTP/2 connection to 127.0.0.1:`port`;
+/// how many answered 200.
+async fn h2_requests(port: u16, requests: usize) -> Result<usize, String> {
+    async fn run(port: u16, requests: usize) -> Result<usize, Box<dyn std::error::Error>> {
         let socket = tokio::net::TcpStream::connect(("127.0.0.1", port)).await?;
         let (client, connection) = h2::client::handshake(socket).await?;
         let driver = tokio::spawn(async move {
@@ -429,32 +499,7 @@ fn h2_fan_out(py: Python<'_>, port: u16, workers: usize, requests: usize) -> PyR
         driver.abort();
         Ok(ok)
     }
-    pylogsink::call(py, || {
-        let call = pylogsink::Call::current()
-            .ok_or_else(|| PyRuntimeError::new_err("h2_fan_out: not in a call"))?;
-        let run = move || -> Result<usize, Error> {
-            let runtime = tokio::runtime::Builder::new_multi_thread()
-                .worker_threads(workers)
-                .enable_all()
-                .on_thread_start(move || call.attach_thread())
-                .on_thread_stop(pylogsink::detach_thread)
-                .build()?;
-            let answered = runtime.block_on(async {
-                let tasks: Vec<_> = (0..workers)
-                    .map(|_| tokio::spawn(connection(port, requests)))
-                    .collect();
-                let mut ok = 0;
-                for task in tasks {
-                    ok += task.await??;
-                }
-                Ok::<usize, Error>(ok)
-            });
-            runtime.shutdown_timeout(std::time::Duration::from_secs(10));
-            answered
-        };
-        py.detach(run)
-            .map_err(|e| PyRuntimeError::new_err(format!("h2_fan_out {port}: {e}")))
-    })
+    run(port, requests).await.map_err(|e| e.to_string())
 }
 
 /// Logs `message` at `level` ("trace" to "error") under `target`, handing
@@ -552,6 +597,7 @@ fn _testext(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(h2_serve, m)?)?;
     m.add_function(wrap_pyfunction!(h2_get, m)?)?;
     m.add_function(wrap_pyfunction!(h2_fan_out, m)?)?;
+    m.add_function(wrap_pyfunction!(h2_on_global_runtime, m)?)?;
     m.add_function(wrap_pyfunction!(log_enabled, m)?)?;
     m.add_function(wrap_pyfunction!(log_levels, m)?)?;
     m.add_function(wrap_pyfunction!(log_then_crash, m)?)?;

@@ -9,9 +9,10 @@
 //! values). pylogsink's delivery thread (`logging`) finds them by the
 //! thread's shared state and the call's number.
 
+use super::stderr::stderr_is_own;
 use super::write::{write_through_python, Written};
 use crate::control::stall_wait;
-use crate::core::queue::write_fd2;
+use crate::core::queue::{for_stream_take, write_fd2};
 use crate::core::shared::Shared;
 use crate::core::stats::count_noted;
 use crate::core::thread::ThreadState;
@@ -96,6 +97,25 @@ pub(crate) fn objects_of(
     }
 }
 
+/// The stream and the context kept for `shared`'s last call (which has
+/// just ended, and whose return hands them over).
+pub(crate) fn last_objects(
+    py: Python<'_>,
+    shared: &Arc<Shared>,
+) -> (Option<Py<PyAny>>, Option<Py<PyAny>>) {
+    let calls = lock(&CALLS);
+    match calls
+        .iter()
+        .find(|c| std::ptr::eq(c.shared.as_ptr(), Arc::as_ptr(shared)))
+    {
+        Some(c) => (
+            c.stream.as_ref().map(|s| s.clone_ref(py)),
+            c.context.as_ref().map(|c| c.clone_ref(py)),
+        ),
+        None => (None, None),
+    }
+}
+
 /// Writes lines taken from a call in progress to its stream, as its return
 /// would; where that fails or there is no stream, to fd 2 instead.
 pub(crate) fn write_lines(py: Python<'_>, stream: Option<Py<PyAny>>, lines: Taken) {
@@ -117,4 +137,24 @@ pub(crate) fn write_lines(py: Python<'_>, stream: Option<Py<PyAny>>, lines: Take
             py.detach(|| write_fd2(lines, stall_wait()));
         }
     }
+}
+
+/// Writes the lines logged outside any call while `sys.stderr` was
+/// replaced to `sys.stderr` as it is now (to fd 2 if it is the process's
+/// own again).
+pub(crate) fn write_outside_lines(py: Python<'_>) {
+    let lines = for_stream_take();
+    if lines.text.is_empty() {
+        return;
+    }
+    let stream = if stderr_is_own(py) {
+        None
+    } else {
+        py.import("sys")
+            .and_then(|sys| sys.getattr("stderr"))
+            .ok()
+            .filter(|s| !s.is_none())
+            .map(Bound::unbind)
+    };
+    write_lines(py, stream, lines);
 }

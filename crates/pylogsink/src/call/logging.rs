@@ -8,21 +8,27 @@
 //! ([`crate::pending`]); records are handed to `logging` where the thread
 //! holds the GIL and no native lock:
 //!
+//! - by a daemon Python thread of pylogsink's own, woken when records
+//!   wait: records logged outside any call (a native worker thread, module
+//!   init) with no call made, and records of a call in progress that
+//!   released the GIL ([`crate::core::live`]), both within milliseconds;
 //! - at the return of the outermost call, in the order they were logged;
-//! - for records logged outside any call (a native worker thread, module
-//!   init), by a daemon Python thread of pylogsink's own, woken when
-//!   records wait, so they arrive within 100 ms with no call made;
+//! - for a thread that must avoid Python at its return (the daemon rule),
+//!   by that same Python thread, while the returning thread waits
+//!   ([`super::daemon::hand_over`]);
 //! - at exit, before `logging.shutdown` runs.
 //!
 //! Python's logger levels filter on the native side too ([`crate::pylevels`]),
 //! and `logging` itself tells when they change.
 
+use super::daemon::hand_over;
 use super::interrupt::is_interrupt;
 use super::live;
+use super::stderr::stderr_is_own;
 use crate::control::{self, pylevels};
 use crate::core::fork;
 use crate::core::live as core_live;
-use crate::core::queue::queue_pending_as_text;
+use crate::core::queue::{for_stream_pending, queue_pending_as_text, stderr_seen};
 use crate::core::registry::take_all_pending;
 use crate::core::stats::count_records_noted;
 use crate::core::thread::THREAD;
@@ -69,6 +75,7 @@ struct Names {
     active: Py<PyString>,
     name: Py<PyString>,
     thread_name: Py<PyString>,
+    dict: Py<PyString>,
 }
 
 impl Names {
@@ -87,6 +94,7 @@ impl Names {
             active: name("_active"),
             name: name("name"),
             thread_name: name("threadName"),
+            dict: name("__dict__"),
         }
     }
 }
@@ -240,7 +248,9 @@ fn watch_levels(py: Python<'_>, logging: &Bound<'_, PyModule>) -> PyResult<()> {
     // A builtin function in a class is not bound to the instance, so
     // `cache.clear()` calls it with no arguments.
     let clear = PyCFunction::new_closure(py, Some(c"clear"), None, |_, _| {
-        control::python_levels_changed()
+        control::python_levels_changed();
+        // pylogsink's thread reads them, for native threads outside calls.
+        queue::wake_for_calls();
     })?;
     let methods = PyDict::new(py);
     methods.set_item("clear", clear)?;
@@ -356,6 +366,7 @@ fn deliver(py: Python<'_>, batch: &Batch, until: Until) -> Option<PyErr> {
         count_records_noted(batch);
         interrupt = interrupt.or(err.filter(|e| is_interrupt(py, e)));
     }
+    let mut seen = Seen::default();
     for (n, record) in batch.records.iter().enumerate() {
         if let Some(rest_to) = until.stops() {
             rest_to(Batch {
@@ -364,7 +375,7 @@ fn deliver(py: Python<'_>, batch: &Batch, until: Until) -> Option<PyErr> {
             });
             break;
         }
-        if let Err(err) = handle(py, state, &prefix, record) {
+        if let Err(err) = handle(py, state, &prefix, record, &mut seen) {
             if is_interrupt(py, &err) {
                 interrupt.get_or_insert(err);
             } else {
@@ -373,6 +384,16 @@ fn deliver(py: Python<'_>, batch: &Batch, until: Until) -> Option<PyErr> {
         }
     }
     interrupt
+}
+
+/// What one delivery looked up, for the records after: records in a row
+/// tend to share their target and thread.
+#[derive(Default)]
+struct Seen<'py> {
+    /// The last record's target, its logger's name and the logger.
+    logger: Option<(Box<str>, String, Bound<'py, PyAny>)>,
+    /// Thread names by thread id.
+    thread_names: Vec<(u64, Bound<'py, PyAny>)>,
 }
 
 /// `logging.getLogger(name)`, from the cache.
@@ -390,10 +411,23 @@ fn logger<'py>(py: Python<'py>, state: &State, name: &str) -> PyResult<Bound<'py
 /// the log function), made with `Logger.makeRecord`, so that a record
 /// factory applies, given the time and thread of when it was logged, and
 /// handed to `Logger.handle`.
-fn handle(py: Python<'_>, state: &State, prefix: &str, record: &PendingRecord) -> PyResult<()> {
+fn handle<'py>(
+    py: Python<'py>,
+    state: &State,
+    prefix: &str,
+    record: &PendingRecord,
+    seen: &mut Seen<'py>,
+) -> PyResult<()> {
     let n = &state.names;
-    let name = logger_name(prefix, &record.target);
-    let logger = logger(py, state, &name)?;
+    let same = matches!(&seen.logger, Some((target, _, _)) if *target == record.target);
+    if !same {
+        let name = logger_name(prefix, &record.target);
+        let logger = logger(py, state, &name)?;
+        seen.logger = Some((record.target.clone(), name, logger));
+    }
+    let Some((_, name, logger)) = &seen.logger else {
+        unreachable!("set just above")
+    };
     let levelno = record.level.python_levelno();
     // The lowest level the logger takes, learnt once per target and
     // configuration: `isEnabledFor` without the Python call.
@@ -426,7 +460,8 @@ fn handle(py: Python<'_>, state: &State, prefix: &str, record: &PendingRecord) -
         py.None(),
     );
     let made = logger.call_method1(n.make_record.bind(py), args)?;
-    stamp(py, state, &made, record)?;
+    let logger = logger.clone();
+    stamp(py, state, &made, record, &mut seen.thread_names)?;
     if let Some(fields) = &record.fields {
         attach_fields(py, &made, fields)?;
     }
@@ -435,12 +470,16 @@ fn handle(py: Python<'_>, state: &State, prefix: &str, record: &PendingRecord) -
     Ok(())
 }
 
-/// Sets a made record's time and thread to when and where it was logged.
-fn stamp(
-    py: Python<'_>,
+/// Sets a made record's time and thread to when and where it was logged,
+/// in its `__dict__` where it has one (a `LogRecord` does), as `setattr`
+/// would, without the attribute machinery. `thread_names` keeps the names
+/// found, by thread id, for the records after.
+fn stamp<'py>(
+    py: Python<'py>,
     state: &State,
-    made: &Bound<'_, PyAny>,
+    made: &Bound<'py, PyAny>,
     record: &PendingRecord,
+    thread_names: &mut Vec<(u64, Bound<'py, PyAny>)>,
 ) -> PyResult<()> {
     let n = &state.names;
     let since = record
@@ -448,22 +487,52 @@ fn stamp(
         .duration_since(UNIX_EPOCH)
         .unwrap_or_default();
     let created = since.as_secs_f64();
-    let delivered: f64 = made.getattr(n.created.bind(py))?.extract()?;
-    let relative: f64 = made.getattr(n.relative_created.bind(py))?.extract()?;
-    made.setattr(n.created.bind(py), created)?;
-    made.setattr(n.msecs.bind(py), f64::from(since.subsec_millis()))?;
-    made.setattr(
-        n.relative_created.bind(py),
-        relative - (delivered - created) * 1000.0,
-    )?;
-    made.setattr(n.thread.bind(py), record.thread)?;
-    let active = state.threading.bind(py).getattr(n.active.bind(py))?;
-    let name = match active.get_item(record.thread) {
-        Ok(thread) => thread.getattr(n.name.bind(py))?,
-        Err(_) => pyo3::types::PyString::new(py, &record.thread_name).into_any(),
+    let dict = made
+        .getattr(n.dict.bind(py))
+        .ok()
+        .and_then(|d| d.cast_into::<PyDict>().ok());
+    let get = |name: &Py<PyString>| -> PyResult<f64> {
+        match &dict {
+            Some(dict) => match dict.get_item(name.bind(py))? {
+                Some(value) => value.extract(),
+                None => made.getattr(name.bind(py))?.extract(),
+            },
+            None => made.getattr(name.bind(py))?.extract(),
+        }
     };
-    made.setattr(n.thread_name.bind(py), name)?;
-    Ok(())
+    let set = |name: &Py<PyString>, value: Bound<'py, PyAny>| match &dict {
+        Some(dict) => dict.set_item(name.bind(py), value),
+        None => made.setattr(name.bind(py), value),
+    };
+    let delivered = get(&n.created)?;
+    let relative = get(&n.relative_created)?;
+    set(&n.created, created.into_pyobject(py)?.into_any())?;
+    set(
+        &n.msecs,
+        f64::from(since.subsec_millis())
+            .into_pyobject(py)?
+            .into_any(),
+    )?;
+    set(
+        &n.relative_created,
+        (relative - (delivered - created) * 1000.0)
+            .into_pyobject(py)?
+            .into_any(),
+    )?;
+    set(&n.thread, record.thread.into_pyobject(py)?.into_any())?;
+    let name = match thread_names.iter().find(|(id, _)| *id == record.thread) {
+        Some((_, name)) => name.clone(),
+        None => {
+            let active = state.threading.bind(py).getattr(n.active.bind(py))?;
+            let name = match active.get_item(record.thread) {
+                Ok(thread) => thread.getattr(n.name.bind(py))?,
+                Err(_) => PyString::new(py, &record.thread_name).into_any(),
+            };
+            thread_names.push((record.thread, name.clone()));
+            name
+        }
+    };
+    set(&n.thread_name, name)
 }
 
 /// The attribute that holds a record's span context
@@ -515,18 +584,19 @@ fn handle_note(py: Python<'_>, state: &State, name: &str, note: &str) -> PyResul
     Ok(())
 }
 
-/// pylogsink's Python thread: waits, with the GIL released, for records
-/// logged outside any call or waiting in a call in progress, and delivers
-/// them. Every [`LEVELS_EVERY`] it also reads the levels again if they
-/// changed, so that a native thread that logs while no call is made
-/// follows `setLevel` too.
+/// pylogsink's Python thread: waits, with the GIL released, until
+/// something waits for Python (records logged outside any call or waiting
+/// in a call in progress, lines for a replaced `sys.stderr`, levels that
+/// changed, an answer about `sys.stderr` gone stale) and hands it over.
+/// Idle, it does not wake.
 fn run_thread(py: Python<'_>) {
     loop {
         let stop = || STOP.load(Ordering::Acquire);
-        let woken = py.detach(|| queue::wait(LEVELS_EVERY, stop));
+        let woken = py.detach(|| queue::wait(None, stop));
         if woken == Woken::Stop {
             return;
         }
+        ask_stderr(py);
         if let Some(state) = STATE.get() {
             if let Err(err) = refresh_levels(py, state) {
                 err.write_unraisable(py, None);
@@ -548,25 +618,37 @@ fn run_thread(py: Python<'_>) {
     }
 }
 
-/// How often pylogsink's Python thread looks at the levels.
-const LEVELS_EVERY: Duration = Duration::from_millis(100);
+/// Asks whether `sys.stderr` is replaced, for the lines logged outside any
+/// call (see [`crate::core::queue::stderr_replaced`]).
+fn ask_stderr(py: Python<'_>) {
+    let now_ms = UNIX_EPOCH.elapsed().map_or(0, |d| d.as_millis());
+    stderr_seen(
+        !stderr_is_own(py),
+        Some(u64::try_from(now_ms).unwrap_or(u64::MAX)),
+    );
+}
 
 /// How long pylogsink's Python thread lets records gather in calls before
 /// it takes them: a call shorter than that delivers its own at its return,
 /// and the thread does not take the GIL for it.
 const GATHER: Duration = Duration::from_millis(10);
 
-/// Hands the records waiting in calls in progress to `logging` while the
-/// calls run (see [`crate::core::live`]), as long as some wait.
+/// Hands what waits for Python in calls in progress (see
+/// [`crate::core::live`]), and the lines logged outside any call for a
+/// replaced `sys.stderr`, as long as some wait.
 fn deliver_live(py: Python<'_>) {
     loop {
         let waiting = py.detach(|| {
             queue::take_in_calls();
             std::thread::sleep(GATHER);
-            core_live::calls_have_records()
+            core_live::calls_have_records() || for_stream_pending() || hand_over::waiting()
         });
         if !waiting || STOP.load(Ordering::Acquire) {
             return;
+        }
+        live::write_outside_lines(py);
+        for handed in hand_over::take() {
+            deliver_handed(py, handed, Until::Stopped);
         }
         for taken in core_live::take_from_calls() {
             let (stream, context) = live::objects_of(py, &taken.shared, taken.call);
@@ -577,6 +659,21 @@ fn deliver_live(py: Python<'_>) {
             core_live::handed_over(&taken.shared);
         }
     }
+}
+
+/// Writes and delivers what a returning thread handed over (see
+/// [`hand_over`]), then tells it so.
+fn deliver_handed(py: Python<'_>, handed: hand_over::Handed, until: Until) {
+    live::write_lines(py, handed.stream, handed.lines);
+    let interrupt = match until {
+        Until::Stopped => deliver_in(py, handed.context.as_ref(), handed.batch),
+        _ => deliver(py, &handed.batch, until),
+    };
+    if let Some(err) = interrupt {
+        err.write_unraisable(py, None);
+    }
+    handed.done.store(true, Ordering::SeqCst);
+    drop(handed.context);
 }
 
 /// Hands `batch` to `logging` inside `context`, the `contextvars` context of
@@ -635,6 +732,9 @@ pub(crate) fn set_exit_budget(budget: Duration) {
 /// A handler that spends longer than the budget on one record is the one
 /// way the thread outlives the exit: then it is left to Python.
 pub(crate) fn at_exit(py: Python<'_>) {
+    // First, while pylogsink's thread still runs: no thread that must
+    // avoid Python may wait for it from now on (see [`hand_over`]).
+    let handed = hand_over::close(py);
     let budget = Duration::from_micros(EXIT_BUDGET_MICROS.load(Ordering::Relaxed));
     let deadline = Instant::now() + budget;
     if !STOP.swap(true, Ordering::AcqRel) {
@@ -648,6 +748,9 @@ pub(crate) fn at_exit(py: Python<'_>) {
                 err.write_unraisable(py, None);
             }
         }
+    }
+    for handed in handed {
+        deliver_handed(py, handed, Until::Deadline(deadline));
     }
     if STATE.get().is_none() {
         return;

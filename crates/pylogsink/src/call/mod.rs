@@ -20,14 +20,16 @@ use crate::control::stall::exit_wait;
 use crate::control::{stall_wait, to_logging};
 use crate::core::fork;
 use crate::core::live as core_live;
-use crate::core::queue::{queue_pending, queue_pending_as_text, write_fd2, write_queue};
+use crate::core::queue::{
+    for_stream_pending, queue_pending, queue_pending_as_text, stderr_seen, write_fd2, write_queue,
+};
 use crate::core::registry::write_everything;
 use crate::core::stats::count_noted;
 use crate::core::thread::{ThreadState, THREAD};
 use crate::dest::pending::queue;
 use crate::dest::route::{return_plan, ReturnPlan};
 use crate::dest::{Sink, Taken};
-use daemon::avoid_python;
+use daemon::{avoid_python, hand_over};
 use interrupt::is_interrupt;
 use pyo3::prelude::*;
 use pyo3::types::PyCFunction;
@@ -162,7 +164,7 @@ pub fn call_exit(py: Python<'_>) -> PyResult<()> {
 /// Steps `t` into a call; the outermost one looks at `sys.stderr`.
 #[inline(always)]
 fn enter(py: Python<'_>, t: &ThreadState) {
-    let outermost = t.enter(|| stderr_is_own(py), || surviving_fd(py));
+    let outermost = t.enter(|| stderr_is_own_now(py), || surviving_fd(py));
     if outermost {
         let to_logging = to_logging();
         if to_logging {
@@ -172,6 +174,15 @@ fn enter(py: Python<'_>, t: &ThreadState) {
             enter_live(py, t, to_logging);
         }
     }
+}
+
+/// `sys.stderr is sys.__stderr__`, asked at an outermost call's entry and
+/// kept for the lines logged outside any call until it is asked again.
+#[inline(always)]
+fn stderr_is_own_now(py: Python<'_>) -> bool {
+    let own = stderr_is_own(py);
+    stderr_seen(!own, None);
+    own
 }
 
 /// At the entry of an outermost call whose lines or records may be handed
@@ -211,7 +222,9 @@ fn leave(py: Python<'_>, left: Option<(Sink, bool)>) -> PyResult<()> {
 #[inline(always)]
 fn must_write(left: Option<(Sink, bool)>) -> bool {
     match left {
-        Some((_, waiting)) => waiting || queue_pending() || queue::waiting(),
+        Some((_, waiting)) => {
+            waiting || queue_pending() || queue::waiting() || for_stream_pending()
+        }
         None => false,
     }
 }
@@ -242,6 +255,10 @@ fn register_exit_flush(py: Python<'_>) {
 /// then hands the records that wait for `logging` over. Returns an
 /// exception raised by a signal handler during the write, or by a handler.
 fn write_at_return(py: Python<'_>, sink: Sink) -> Option<PyErr> {
+    if avoid_python(py) {
+        hand_over_at_return(py, sink);
+        return None;
+    }
     wait_for_live_delivery(py);
     let written = write_text_at_return(py, sink);
     let delivered = deliver_at_return(py);
@@ -250,37 +267,51 @@ fn write_at_return(py: Python<'_>, sink: Sink) -> Option<PyErr> {
 
 /// Waits, with the GIL released, for what pylogsink's thread took from
 /// this call while it ran to be handed over (see [`live`]), so that what
-/// the return writes comes after it. A thread that must avoid Python does
-/// not wait: it writes what is left to fd 2.
+/// the return writes comes after it.
 fn wait_for_live_delivery(py: Python<'_>) {
     let shared = THREAD.with(|t| Arc::clone(&t.shared));
-    if shared.live.load(Ordering::Acquire) && !avoid_python(py) {
+    if shared.live.load(Ordering::Acquire) {
         py.detach(|| core_live::wait_handed_over(&shared));
     }
 }
 
 /// Hands the records for `logging` over: the call's, and those logged
-/// outside any call. Where this thread must avoid Python (the daemon rule)
-/// they go to fd 2 as text.
+/// outside any call.
 fn deliver_at_return(py: Python<'_>) -> Option<PyErr> {
     let own = THREAD.with(|t| t.pending_any() || t.shared.live.load(Ordering::Relaxed));
     if !own && !queue::waiting() {
         return None;
     }
-    if avoid_python(py) {
-        let own = THREAD.with(|t| t.take_pending());
-        queue_pending_as_text(&own);
-        write_fd2(Taken::default(), Duration::ZERO);
-        return None;
-    }
     logging::deliver_at_return(py)
+}
+
+/// The return of a thread that must avoid Python (the daemon rule, see
+/// [`daemon`]): its records, and its lines for a replaced `sys.stderr`,
+/// are handed to pylogsink's Python thread, and it waits for them; once
+/// the exit closed the hand-over, they go to fd 2 as text. Lines kept
+/// because fd 2 had no room go back to fd 2, without waiting.
+fn hand_over_at_return(py: Python<'_>, sink: Sink) {
+    let (shared, batch) = THREAD.with(|t| (Arc::clone(&t.shared), t.take_pending()));
+    let lines = match return_plan(sink, true) {
+        ReturnPlan::HandOver => THREAD.with(|t| t.take_kept()),
+        _ => Taken::default(),
+    };
+    let objects = || live::last_objects(py, &shared);
+    if let Err((lines, batch)) = hand_over::hand_over(py, lines, batch, objects, &shared.live) {
+        queue_pending_as_text(&batch);
+        write_fd2(lines, Duration::ZERO);
+    }
+    let rest = THREAD.with(|t| t.take_kept());
+    write_fd2(rest, Duration::ZERO);
 }
 
 /// Writes what the call kept as text, and the process-wide queue.
 fn write_text_at_return(py: Python<'_>, sink: Sink) -> Option<PyErr> {
     let taken = THREAD.with(|t| t.take_kept());
-    let avoid_python = avoid_python(py);
-    match return_plan(sink, avoid_python) {
+    // Lines logged outside any call for a replaced `sys.stderr`, which
+    // pylogsink's thread has not written yet: before the call's own.
+    live::write_outside_lines(py);
+    match return_plan(sink, false) {
         ReturnPlan::ThroughPython => {
             if queue_pending() {
                 py.detach(|| write_queue(stall_wait()));
@@ -310,9 +341,8 @@ fn write_text_at_return(py: Python<'_>, sink: Sink) -> Option<PyErr> {
             write_fd2_detached(py, taken);
             None
         }
-        ReturnPlan::Fd2NoWait => {
-            write_fd2(taken, Duration::ZERO);
-            None
+        ReturnPlan::Fd2NoWait | ReturnPlan::HandOver => {
+            unreachable!("a thread that must avoid Python hands over")
         }
     }
 }

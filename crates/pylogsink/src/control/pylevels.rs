@@ -18,8 +18,9 @@
 //! `dictConfig`): `logging` then clears the level cache of every logger,
 //! and one logger's cache is pylogsink's (the `logging` delivery in the
 //! Python edge), which calls [`forget`] through
-//! [`python_levels_changed`](super::python_levels_changed). Until the levels are read again (at the next outermost
-//! call, or within 100 ms by pylogsink's Python thread), every record
+//! [`python_levels_changed`](super::python_levels_changed).
+//! Until the levels are read again (at the next outermost call, or by
+//! pylogsink's Python thread, which the change wakes), every record
 //! passes here and its logger decides at delivery.
 
 use crate::record::{lock, HeldForFork, Level};

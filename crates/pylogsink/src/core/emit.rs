@@ -7,7 +7,7 @@
 //! access: its thread's state says which call it joins and holds the
 //! formatter; the decision itself is [`route`]'s.
 
-use super::queue::{queue_pending, write_direct};
+use super::queue::{self, queue_pending, write_direct};
 use super::shared::Shared;
 use super::stats::{count_records_noted, EMITTED_ELSEWHERE};
 use super::thread::{identity, Joined, ThreadState, THREAD};
@@ -82,9 +82,9 @@ fn emit_text(record: &Record<'_>, text: Text<'_>) {
             (Some(fields), true) => {
                 let mut with_fields = Vec::new();
                 message_text(&mut with_fields, message, Some(fields));
-                route_line(t, &joined, level, &with_fields, line);
+                route_line(t, &joined, level, &with_fields, line, now);
             }
-            _ => route_line(t, &joined, level, message, line),
+            _ => route_line(t, &joined, level, message, line, now),
         }
         formatter.shrink(SCRATCH_MAX);
     });
@@ -130,16 +130,28 @@ fn keep_for_logging(record: &Record<'_>, now: SystemTime) {
 }
 
 /// Routes one formatted line (`record`; `message` is what an exception
-/// shows of it) by the table in [`route`].
+/// shows of it, `now` when it was logged) by the table in [`route`].
 #[inline(always)]
-fn route_line(t: &ThreadState, joined: &Joined, level: Level, message: &[u8], record: &[u8]) {
+fn route_line(
+    t: &ThreadState,
+    joined: &Joined,
+    level: Level,
+    message: &[u8],
+    record: &[u8],
+    now: Duration,
+) {
     let (call, sink, worker) = (joined.call(t), joined.sink, joined.attached_to());
     if sink != Sink::Outside && level >= Level::Error {
         call.collect_error(message);
     }
+    let replaced = sink == Sink::Outside && outside_stderr_replaced(now);
     let keep = |rest: &[u8], is_rest: bool| call.keep(rest, is_rest, worker);
-    match route(level, sink, queue_pending()) {
+    match route(level, sink, queue_pending(), replaced) {
         Route::Keep => keep(record, false),
+        Route::ToStream => {
+            queue::for_stream_push(record, false);
+            pending::queue::wake_for_calls();
+        }
         Route::Direct { wait } => {
             let wait = if wait { stall_wait() } else { Duration::ZERO };
             if sink == Sink::Stalled {
@@ -157,6 +169,21 @@ fn route_line(t: &ThreadState, joined: &Joined, level: Level, message: &[u8], re
     }
 }
 
+/// For a line outside any call: whether `sys.stderr` was last seen
+/// replaced. An answer older than [`queue::STDERR_FRESH_MS`] wakes
+/// pylogsink's Python thread to ask again, so that a stream replaced while
+/// no call runs is found while lines flow, and an idle process is not
+/// asked at all.
+#[inline]
+fn outside_stderr_replaced(now: Duration) -> bool {
+    let now_ms = u64::try_from(now.as_millis()).unwrap_or(u64::MAX);
+    let (replaced, stale) = queue::stderr_replaced(now_ms);
+    if stale {
+        pending::queue::wake_for_calls();
+    }
+    replaced
+}
+
 /// Writes a fatal line: what waits for `logging` (outside any call first,
 /// then the call's) as text, then the call's kept lines, then the line.
 #[cold]
@@ -166,6 +193,13 @@ fn fatal(call: &Shared, sink: Sink, record: &[u8], keep: impl FnOnce(&[u8], bool
     let queued = fatal.take();
     count_records_noted(&queued);
     let mut waiting = queued.to_text();
+    // Lines logged outside any call for a replaced `sys.stderr`, which
+    // pylogsink's Python thread has not written yet.
+    let for_stream = queue::for_stream_take();
+    if !for_stream.text.is_empty() {
+        super::stats::count_noted(&for_stream);
+        waiting.extend_from_slice(&for_stream.text);
+    }
     if call.pending_any.load(Ordering::Relaxed) {
         call.pending_any.store(false, Ordering::Relaxed);
         let own = lock(&call.pending).take();

@@ -6,6 +6,10 @@
 //! fd 2 within the stall wait waits here (its newest 64 KiB) and is written
 //! first at the next chance: before the next direct line, at a call's
 //! return, at exit. Writing it costs one atomic load while it is empty.
+//!
+//! Beside it waits what such a thread logs while `sys.stderr` is replaced
+//! (pytest's capture, a notebook's cell): the line belongs in that stream,
+//! which only Python can write, so pylogsink's Python thread writes it.
 
 use super::stats::{count_noted, count_records_noted};
 use crate::dest::fd;
@@ -13,7 +17,7 @@ use crate::dest::pending::Batch;
 use crate::dest::route::{on_no_room, NoRoom, Sink};
 use crate::dest::{Kept, Taken, CAP};
 use crate::record::{lock, HeldForFork};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Mutex, MutexGuard};
 use std::time::Duration;
 
@@ -126,12 +130,79 @@ pub(crate) fn queue_pending_as_text(batch: &Batch) {
 /// queue: what waited is the parent's to write.
 pub(crate) fn hold_for_fork() -> HeldForFork {
     let mut queue = queue();
+    let mut for_stream = lock(&FOR_STREAM);
     Box::new(move |child| {
         if child {
             drop(queue.take());
             QUEUE_PENDING.store(false, Ordering::Release);
+            drop(for_stream.take());
+            FOR_STREAM_PENDING.store(false, Ordering::Release);
         }
+        drop(for_stream);
     })
+}
+
+/// Lines logged outside any call while `sys.stderr` is replaced (a
+/// test's capture, a notebook's cell), for pylogsink's Python thread to
+/// write to it: its newest 64 KiB.
+static FOR_STREAM: Mutex<Kept> = Mutex::new(Kept::with_cap(CAP));
+static FOR_STREAM_PENDING: AtomicBool = AtomicBool::new(false);
+
+/// Whether `sys.stderr` was replaced when Python was last asked: at an
+/// outermost call's entry, or by pylogsink's Python thread.
+static STDERR_REPLACED: AtomicBool = AtomicBool::new(false);
+/// When pylogsink's Python thread last asked, in milliseconds since the
+/// epoch.
+static STDERR_ASKED_MS: AtomicU64 = AtomicU64::new(0);
+
+/// How old the answer may be before a line logged outside any call asks
+/// pylogsink's Python thread to look again.
+pub(crate) const STDERR_FRESH_MS: u64 = 100;
+
+/// Keeps what was learnt about `sys.stderr` (the caller holds the GIL);
+/// `now_ms` when pylogsink's Python thread asked, else `None`.
+pub(crate) fn stderr_seen(replaced: bool, now_ms: Option<u64>) {
+    if STDERR_REPLACED.load(Ordering::Relaxed) != replaced {
+        STDERR_REPLACED.store(replaced, Ordering::Relaxed);
+    }
+    if let Some(now_ms) = now_ms {
+        STDERR_ASKED_MS.store(now_ms, Ordering::Relaxed);
+    }
+}
+
+/// For a line logged outside any call at `now_ms`: whether `sys.stderr`
+/// is replaced, as last seen, and whether that answer is old enough to be
+/// asked again ([`STDERR_FRESH_MS`]). A stale answer is claimed by one
+/// line only, so that one wake-up asks.
+#[inline]
+pub(crate) fn stderr_replaced(now_ms: u64) -> (bool, bool) {
+    let replaced = STDERR_REPLACED.load(Ordering::Relaxed);
+    let asked = STDERR_ASKED_MS.load(Ordering::Relaxed);
+    let stale = now_ms.saturating_sub(asked) >= STDERR_FRESH_MS
+        && STDERR_ASKED_MS
+            .compare_exchange(asked, now_ms, Ordering::Relaxed, Ordering::Relaxed)
+            .is_ok();
+    (replaced, stale)
+}
+
+/// Keeps a line logged outside any call for the replaced `sys.stderr`.
+pub(crate) fn for_stream_push(record: &[u8], is_rest: bool) {
+    lock(&FOR_STREAM).push_record(record, is_rest);
+    FOR_STREAM_PENDING.store(true, Ordering::Release);
+}
+
+/// Whether lines wait for the replaced `sys.stderr`.
+#[inline]
+pub(crate) fn for_stream_pending() -> bool {
+    FOR_STREAM_PENDING.load(Ordering::Acquire)
+}
+
+/// Takes the lines that wait for the replaced `sys.stderr`.
+pub(crate) fn for_stream_take() -> Taken {
+    if !FOR_STREAM_PENDING.swap(false, Ordering::AcqRel) {
+        return Taken::default();
+    }
+    lock(&FOR_STREAM).take()
 }
 
 /// Adds what a thread kept to the queue (at exit, when its call can no
@@ -146,11 +217,12 @@ pub(crate) fn append(taken: Taken) {
 /// Hands the queue to `text`, from a signal handler: the lock is only
 /// tried. Returns 1 if it was held, else 0.
 pub(crate) fn visit(text: &mut dyn FnMut(&Kept)) -> usize {
-    match QUEUE.try_lock() {
-        Ok(queue) => {
-            text(&queue);
-            0
+    let mut busy = 0;
+    for buffer in [&QUEUE, &FOR_STREAM] {
+        match buffer.try_lock() {
+            Ok(lines) => text(&lines),
+            Err(_) => busy += 1,
         }
-        Err(_) => 1,
     }
+    busy
 }

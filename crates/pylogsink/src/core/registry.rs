@@ -67,6 +67,9 @@ pub(crate) fn write_everything(wait: Duration) {
     for batch in take_all_pending().into_iter().filter(|b| !b.is_empty()) {
         queue::queue_pending_as_text(&batch);
     }
+    // Lines logged outside any call for a replaced `sys.stderr` that
+    // pylogsink's Python thread did not write.
+    queue::append(queue::for_stream_take());
     for shared in registry {
         // A thread frozen inside `push` holds its lock: skip it rather
         // than hang the exit.

@@ -308,19 +308,32 @@ pub(crate) mod queue {
         lock(&QUEUE)
     }
 
-    /// Adds a record, and wakes whoever delivers.
+    /// Adds a record, and wakes whoever delivers if nothing waited: the
+    /// records that follow, until it takes them, join without a wake-up.
     pub(crate) fn push(record: PendingRecord) {
         queue().push(record);
-        WAITING.store(true, SeqCst);
+        if !WAITING.swap(true, SeqCst) {
+            notify();
+        }
+    }
+
+    /// Wakes the one who waits in [`wait`]. Taking the wait's lock first
+    /// means the waiter is either before its check (and sees the flag just
+    /// set) or inside the wait (and is woken): no wake is lost, so the
+    /// waiter needs no timeout and an idle process never wakes it.
+    fn notify() {
+        drop(lock(&WAKE_LOCK));
         WAKE.notify_one();
     }
 
-    /// Tells whoever delivers that a call in progress has records, once
-    /// until it looks ([`take_in_calls`]): the thread that logs pays one
-    /// atomic swap, and a notification at most once per look.
+    /// Tells whoever delivers to look at what only Python can take: records
+    /// or lines in a call in progress, lines logged outside any call for a
+    /// replaced `sys.stderr`, Python levels that changed. Once until it
+    /// looks ([`take_in_calls`]): the thread that logs pays one atomic
+    /// swap, and a notification at most once per look.
     pub(crate) fn wake_for_calls() {
         if !IN_CALLS.swap(true, SeqCst) {
-            WAKE.notify_one();
+            notify();
         }
     }
 
@@ -342,11 +355,11 @@ pub(crate) mod queue {
         Timeout,
     }
 
-    /// Waits until records wait (in the queue or in a call), `stop` says
-    /// so, or `timeout` passes. A wake that comes between the check and
-    /// the wait is caught by the short timeout of each wait.
-    pub(crate) fn wait(timeout: Duration, stop: impl Fn() -> bool) -> Woken {
-        let deadline = Instant::now() + timeout;
+    /// Waits until records wait (in the queue), something else waits for
+    /// Python ([`wake_for_calls`]), `stop` says so, or `timeout` passes
+    /// (`None`: never).
+    pub(crate) fn wait(timeout: Option<Duration>, stop: impl Fn() -> bool) -> Woken {
+        let deadline = timeout.map(|t| Instant::now() + t);
         let mut guard = lock(&WAKE_LOCK);
         loop {
             if stop() {
@@ -358,13 +371,18 @@ pub(crate) mod queue {
             if IN_CALLS.load(SeqCst) {
                 return Woken::Calls;
             }
-            if Instant::now() >= deadline {
-                return Woken::Timeout;
-            }
-            guard = WAKE
-                .wait_timeout(guard, Duration::from_millis(20))
-                .unwrap_or_else(|e| e.into_inner())
-                .0;
+            guard = match deadline {
+                None => WAKE.wait(guard).unwrap_or_else(|e| e.into_inner()),
+                Some(deadline) => {
+                    let now = Instant::now();
+                    if now >= deadline {
+                        return Woken::Timeout;
+                    }
+                    WAKE.wait_timeout(guard, deadline - now)
+                        .unwrap_or_else(|e| e.into_inner())
+                        .0
+                }
+            };
         }
     }
 
@@ -389,6 +407,7 @@ pub(crate) mod queue {
 
     /// Wakes whoever waits in [`wait`], to look at `stop` again.
     pub(crate) fn wake() {
+        drop(lock(&WAKE_LOCK));
         WAKE.notify_all();
     }
 
@@ -402,8 +421,9 @@ pub(crate) mod queue {
     pub(crate) fn put_back(batch: Batch) {
         if !batch.is_empty() {
             queue().put_back(batch);
-            WAITING.store(true, SeqCst);
-            WAKE.notify_one();
+            if !WAITING.swap(true, SeqCst) {
+                notify();
+            }
         }
     }
 

@@ -48,20 +48,26 @@ pub(crate) enum Route {
     },
     /// Keep the line in the call's memory until the call returns.
     Keep,
+    /// Outside any call while `sys.stderr` is replaced: keep the line for
+    /// pylogsink's Python thread, which writes it to that stream.
+    ToStream,
     /// An abort follows: write the kept lines, then this one, to fd 2 while
     /// there is room.
     Fatal,
 }
 
-/// Where a line goes, given its level, the thread's sink, and whether lines
+/// Where a line goes, given its level, the thread's sink, whether lines
 /// logged outside any call already wait in the process-wide queue (fd 2
 /// had no room for them, so a line outside a call checks again without
-/// waiting, as a stalled call does).
-pub(crate) fn route(level: Level, sink: Sink, queue_pending: bool) -> Route {
+/// waiting, as a stalled call does), and whether `sys.stderr` was last
+/// seen replaced (which only a line outside any call asks: a call decided
+/// at its entry).
+pub(crate) fn route(level: Level, sink: Sink, queue_pending: bool, stderr_replaced: bool) -> Route {
     if level == Level::Fatal {
         return Route::Fatal;
     }
     match sink {
+        Sink::Outside if stderr_replaced => Route::ToStream,
         Sink::Outside => Route::Direct {
             wait: !queue_pending,
         },
@@ -114,11 +120,17 @@ pub(crate) enum ReturnPlan {
     /// To fd 2 with the GIL held and no wait: only where releasing and
     /// re-taking the GIL may end the thread (see [`daemon_avoids_python`]).
     Fd2NoWait,
+    /// Where this thread must avoid Python and `sys.stderr` was replaced:
+    /// handed to pylogsink's Python thread, which writes them through
+    /// `sys.stderr.write`, unless the exit closed the hand-over (then to fd
+    /// 2 as [`ReturnPlan::Fd2NoWait`]).
+    HandOver,
 }
 
 /// How the kept lines of a call with sink `sink` leave at its return.
 pub(crate) fn return_plan(sink: Sink, avoid_python: bool) -> ReturnPlan {
     match (sink, avoid_python) {
+        (Sink::Replaced, true) => ReturnPlan::HandOver,
         (_, true) => ReturnPlan::Fd2NoWait,
         (Sink::Replaced, false) => ReturnPlan::ThroughPython,
         (Sink::Outside | Sink::Own | Sink::Stalled, false) => ReturnPlan::Fd2Detached,
@@ -160,21 +172,24 @@ mod tests {
     #[test]
     fn own_stderr_in_a_call_is_direct_with_wait() {
         for level in LEVELS {
-            assert_eq!(route(level, Sink::Own, false), Route::Direct { wait: true });
+            assert_eq!(
+                route(level, Sink::Own, false, false),
+                Route::Direct { wait: true }
+            );
         }
     }
 
     #[test]
     fn replaced_stderr_keeps() {
         for level in LEVELS {
-            assert_eq!(route(level, Sink::Replaced, false), Route::Keep);
+            assert_eq!(route(level, Sink::Replaced, false, false), Route::Keep);
         }
     }
 
     #[test]
     fn stalled_checks_again_without_waiting() {
         assert_eq!(
-            route(Level::Info, Sink::Stalled, false),
+            route(Level::Info, Sink::Stalled, false, false),
             Route::Direct { wait: false }
         );
     }
@@ -182,7 +197,7 @@ mod tests {
     #[test]
     fn outside_a_call_is_direct_and_queues_on_no_room() {
         assert_eq!(
-            route(Level::Info, Sink::Outside, false),
+            route(Level::Info, Sink::Outside, false, false),
             Route::Direct { wait: true }
         );
         assert_eq!(on_no_room(Sink::Outside), NoRoom::Queue);
@@ -191,13 +206,35 @@ mod tests {
     #[test]
     fn outside_a_call_behind_a_queue_checks_without_waiting() {
         assert_eq!(
-            route(Level::Info, Sink::Outside, true),
+            route(Level::Info, Sink::Outside, true, false),
             Route::Direct { wait: false }
         );
         // A call's own lines still wait once: the call keeps them after that.
         assert_eq!(
-            route(Level::Info, Sink::Own, true),
+            route(Level::Info, Sink::Own, true, false),
             Route::Direct { wait: true }
+        );
+    }
+
+    #[test]
+    fn outside_a_call_with_a_replaced_stderr_goes_to_that_stream() {
+        for level in LEVELS {
+            for queue_pending in [false, true] {
+                assert_eq!(
+                    route(level, Sink::Outside, queue_pending, true),
+                    Route::ToStream
+                );
+            }
+        }
+        // A call decided at its entry; the answer does not change it.
+        assert_eq!(
+            route(Level::Info, Sink::Own, false, true),
+            Route::Direct { wait: true }
+        );
+        assert_eq!(route(Level::Info, Sink::Replaced, false, true), Route::Keep);
+        assert_eq!(
+            route(Level::Fatal, Sink::Outside, false, true),
+            Route::Fatal
         );
     }
 
@@ -210,8 +247,10 @@ mod tests {
     #[test]
     fn fatal_always_goes_straight_out() {
         for sink in [Sink::Outside, Sink::Own, Sink::Stalled, Sink::Replaced] {
-            assert_eq!(route(Level::Fatal, sink, false), Route::Fatal);
-            assert_eq!(route(Level::Fatal, sink, true), Route::Fatal);
+            for replaced in [false, true] {
+                assert_eq!(route(Level::Fatal, sink, false, replaced), Route::Fatal);
+                assert_eq!(route(Level::Fatal, sink, true, replaced), Route::Fatal);
+            }
         }
     }
 
@@ -239,7 +278,7 @@ mod tests {
         );
         assert_eq!(return_plan(Sink::Stalled, false), ReturnPlan::Fd2Detached);
         assert_eq!(return_plan(Sink::Own, false), ReturnPlan::Fd2Detached);
-        assert_eq!(return_plan(Sink::Replaced, true), ReturnPlan::Fd2NoWait);
+        assert_eq!(return_plan(Sink::Replaced, true), ReturnPlan::HandOver);
         assert_eq!(return_plan(Sink::Stalled, true), ReturnPlan::Fd2NoWait);
     }
 

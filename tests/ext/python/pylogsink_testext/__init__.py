@@ -6,6 +6,7 @@ ureq connection pool, whose mutex ureq logs under."""
 
 from pylogsink_testext._testext import (
     h2_fan_out,
+    h2_on_global_runtime,
     h2_get,
     h2_serve,
     http_get,
@@ -31,6 +32,7 @@ from pylogsink_testext._testext import (
 
 __all__ = [
     "h2_fan_out",
+    "h2_on_global_runtime",
     "h2_get",
     "h2_serve",
     "http_get",

@@ -67,6 +67,9 @@ def log_nested(text: str) -> None:
 def h2_serve() -> None:
     """Serves HTTP/2 (prior knowledge) on 127.0.0.1 until killed; prints the port first."""
 
+def h2_on_global_runtime(port: int, connections: int, requests: int) -> int:
+    """HTTP/2 GETs as tasks on a long-lived tokio runtime nobody attaches."""
+
 def h2_fan_out(port: int, workers: int, requests: int) -> int:
     """workers HTTP/2 connections making requests GETs each, on a tokio pool
     attached to the call, the GIL released; how many answered 200."""
