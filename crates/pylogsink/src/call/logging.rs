@@ -603,7 +603,7 @@ fn run_thread(py: Python<'_>) {
             }
         }
         match woken {
-            Woken::Queue => match Delivery::start() {
+            Woken::Queue => match gathered(py) {
                 Some(delivery) => {
                     if let Some(err) = deliver(py, &delivery.0, Until::Stopped) {
                         err.write_unraisable(py, None);
@@ -616,6 +616,14 @@ fn run_thread(py: Python<'_>) {
             Woken::Stop | Woken::Timeout => {}
         }
     }
+}
+
+/// The records logged outside any call, taken once they had [`GATHER`] to
+/// gather: a thread that logs a burst wakes this thread once, not once a
+/// record. `None` while a Fatal line is being written (it writes them).
+fn gathered(py: Python<'_>) -> Option<Delivery> {
+    py.detach(|| std::thread::sleep(GATHER));
+    Delivery::start()
 }
 
 /// Asks whether `sys.stderr` is replaced, for the lines logged outside any
