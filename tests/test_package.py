@@ -76,3 +76,14 @@ def test_python_m_pylogsink_runs_the_demo() -> None:
     assert done.returncode == 0, done.stdout + done.stderr
     assert "naive      hung (killed after 5 s)" in done.stdout
     assert "pylogsink completed every run; the naive sink hung." in done.stdout
+
+
+def test_python_m_pylogsink_help_says_what_it_does_in_whole_sentences() -> None:
+    done = subprocess.run([sys.executable, "-m", "pylogsink", "--help"], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith("usage: python -m pylogsink ")
+    # The description is the module's first paragraph, whole: it ends a
+    # sentence, and says both halves of the demo.
+    description = " ".join(done.stdout.split("\n\n")[1].split())
+    assert description.endswith("."), description
+    assert "naive sink and under pylogsink" in description and "daemon threads" in description

@@ -5,4 +5,4 @@ import sys
 
 from pylogsink.demo import main
 
-sys.exit(main())
+sys.exit(main(prog="python -m pylogsink"))

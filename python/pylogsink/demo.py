@@ -81,10 +81,16 @@ def exit_table(runs: int) -> None:
             print(f"{'replaced' if replaced else 'own':<12} {sink:<10} {crashes:>8} {hangs:>6}")
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--iterations", type=int, default=100)
-    parser.add_argument("--timeout", type=float, default=10.0)
+def description(doc: str) -> str:
+    """The first paragraph of ``doc``, whole, on one line: what ``--help``
+    says the program does."""
+    return " ".join(doc.strip().split("\n\n")[0].split())
+
+
+def main(argv: list[str] | None = None, prog: str | None = None) -> int:
+    parser = argparse.ArgumentParser(prog=prog, description=description(__doc__))
+    parser.add_argument("--iterations", type=int, default=100, help="iterations of each of the two threads per run (default: 100)")
+    parser.add_argument("--timeout", type=float, default=10.0, help="seconds before a run counts as hung (default: 10)")
     parser.add_argument("--exit-runs", type=int, default=30, help="daemon-exit runs per row (0: skip)")
     parser.add_argument("--cpp", metavar="DIR", help="where the C++ test extension cpp_rt was built")
     args = parser.parse_args(argv)

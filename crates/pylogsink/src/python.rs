@@ -29,9 +29,12 @@ use pyo3::types::PyDict;
 /// Their stubs, for the extension's `.pyi`:
 ///
 /// ```python
-/// def set_log_filter(spec: str) -> None:
+/// from typing import Literal
+///
+/// def set_log_filter(spec: str | None) -> None:
 ///     """Sets which records are logged, in env_logger's syntax
-///     ("warn,my_runtime=debug"); ValueError names a bad directive."""
+///     ("warn,my_runtime=debug"); ValueError names a bad directive.
+///     None goes back to the extension author's default."""
 /// def log_filter() -> str:
 ///     """The directives in force."""
 /// def set_log_destination(name: Literal["logging", "stderr"]) -> None:

@@ -399,7 +399,7 @@ fn log_then_crash(py: Python<'_>, count: usize, kind: &str) -> PyResult<()> {
 
 /// `workers` HTTP/2 connections to 127.0.0.1:`port`, each making
 /// `requests` GETs of "/" one after the other, on a multi-threaded tokio
-/// runtime whose worker threads are attached to the call (as the README
+/// runtime whose worker threads are attached to the call (as docs/threads.md
 /// advises for a pool made per call), with the GIL released. Returns how
 /// many answered 200.
 #[pyfunction]

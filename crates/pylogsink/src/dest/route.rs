@@ -152,7 +152,7 @@ pub(crate) fn daemon_avoids_python(linux: bool, version: (u8, u8, u8), daemon: b
 /// grown past 16 KiB counts as full once it holds 512 bytes.
 ///
 /// `capacity` is the pipe's buffer size and `queued` the bytes in it.
-#[cfg_attr(not(test), allow(dead_code))] // not wired to macOS yet (README, Platforms)
+#[cfg_attr(not(test), allow(dead_code))] // not wired to macOS yet (docs/platforms.md)
 pub(crate) fn macos_pipe_counts_full(capacity: usize, queued: usize) -> bool {
     const SMALL_PIPE: usize = 16 * 1024;
     const SMALL_PIPE_LIMIT: usize = 512;
