@@ -130,3 +130,36 @@ def test_a_crash_after_an_overflowed_call_writes_the_note_first(kind: str, code:
         head = len(written[0]) - len(f"line {numbers[0]} of {count}")
         logged = sum(head + len(f"line {i} of {count}") + 1 for i in range(count))
         assert int(m.group(3)) == logged - sum(len(line) for line in lines[1:])
+
+
+CRASH_WHILE_DELIVERING = """
+import logging, time, pylogsink
+pylogsink.set_log_destination("logging")
+
+class Slow(logging.Handler):
+    # A network handler: 20 ms a record.
+    def emit(self, record):
+        time.sleep(0.02)
+        print("D", record.getMessage(), flush=True)
+
+logging.getLogger().addHandler(Slow())
+logging.getLogger().setLevel(logging.INFO)
+pylogsink.start_background_logger(50).join()
+time.sleep(0.3)  # pylogsink's thread is handing them over, one by one
+pylogsink.crash({kind!r})
+"""
+
+
+@pytest.mark.parametrize("kind", ["segv", "abort"])
+def test_records_being_handed_to_logging_when_it_crashes_reach_fd2(kind: str) -> None:
+    # pylogsink's thread has taken the 50 records out of the queue and hands
+    # them to a slow handler when the process crashes: those it had not
+    # handed yet are on fd 2, so each is either handled or written.
+    done = crash(CRASH_WHILE_DELIVERING.format(kind=kind))
+    assert done.returncode == -SIGNALS[kind], done.stderr
+    handled = [line[2:] for line in done.stdout.splitlines() if line.startswith("D background line")]
+    written = [m for m in messages(done.stderr) if m.startswith("background line")]
+    assert handled, "the crash came while the records were being handed over"
+    assert written, "and before the last"
+    assert sorted(handled + written, key=lambda m: int(m.split()[-1])) == [f"background line {i}" for i in range(50)]
+    assert messages(done.stderr)[-3:] == BEFORE

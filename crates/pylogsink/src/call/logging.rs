@@ -32,6 +32,7 @@ use crate::core::queue::{for_stream_pending, queue_pending_as_text, stderr_seen}
 use crate::core::registry::take_all_pending;
 use crate::core::stats::count_records_noted;
 use crate::core::thread::THREAD;
+use crate::dest::pending::flight;
 use crate::dest::pending::queue::{self, Delivery, Woken};
 use crate::dest::pending::{Batch, PendingRecord};
 use crate::record::escape::escape_name;
@@ -302,15 +303,16 @@ fn read_levels(py: Python<'_>, state: &State, epoch: u64) -> PyResult<()> {
 pub(crate) fn deliver_at_return(py: Python<'_>) -> Option<PyErr> {
     let first = deliver_queue(py);
     let own = THREAD.with(|t| t.take_pending());
-    let second = deliver(py, &own, Until::Done);
+    let second = deliver(py, own, Until::Done);
     first.or(second)
 }
 
 /// Hands the records logged outside any call to `logging`, unless a Fatal
 /// line is being written (it writes them as text).
 fn deliver_queue(py: Python<'_>) -> Option<PyErr> {
-    let delivery = Delivery::start()?;
-    deliver(py, &delivery.0, Until::Done)
+    let mut delivery = Delivery::start()?;
+    let batch = std::mem::take(&mut delivery.0);
+    deliver(py, batch, Until::Done)
 }
 
 /// How far a delivery goes.
@@ -346,7 +348,7 @@ fn rest_as_text(batch: Batch) {
 /// Hands `batch` to `logging`, note first, as far as `until` says. If
 /// Python cannot take it (the destination could not be set up), it goes
 /// to fd 2 as text.
-fn deliver(py: Python<'_>, batch: &Batch, until: Until) -> Option<PyErr> {
+fn deliver(py: Python<'_>, batch: Batch, until: Until) -> Option<PyErr> {
     if batch.is_empty() {
         return None;
     }
@@ -354,10 +356,13 @@ fn deliver(py: Python<'_>, batch: &Batch, until: Until) -> Option<PyErr> {
         Ok(state) => state,
         Err(err) => {
             err.write_unraisable(py, None);
-            queue_pending_as_text(batch);
+            queue_pending_as_text(&batch);
             return None;
         }
     };
+    // Until the last record is handed over, a crash writes the rest.
+    let flight = flight::start(batch);
+    let batch = flight.batch();
     let prefix = lock(&PREFIX).clone();
     let mut interrupt = None;
     if let Some(note) = batch.note() {
@@ -373,6 +378,7 @@ fn deliver(py: Python<'_>, batch: &Batch, until: Until) -> Option<PyErr> {
                 records: batch.records[n..].to_vec(),
                 ..Batch::default()
             });
+            flight.handed(batch.records.len());
             break;
         }
         if let Err(err) = handle(py, state, &prefix, record, &mut seen) {
@@ -382,6 +388,7 @@ fn deliver(py: Python<'_>, batch: &Batch, until: Until) -> Option<PyErr> {
                 err.write_unraisable(py, None);
             }
         }
+        flight.handed(n + 1);
     }
     interrupt
 }
@@ -604,8 +611,9 @@ fn run_thread(py: Python<'_>) {
         }
         match woken {
             Woken::Queue => match gathered(py) {
-                Some(delivery) => {
-                    if let Some(err) = deliver(py, &delivery.0, Until::Stopped) {
+                Some(mut delivery) => {
+                    let batch = std::mem::take(&mut delivery.0);
+                    if let Some(err) = deliver(py, batch, Until::Stopped) {
                         err.write_unraisable(py, None);
                     }
                 }
@@ -675,7 +683,7 @@ fn deliver_handed(py: Python<'_>, handed: hand_over::Handed, until: Until) {
     live::write_lines(py, handed.stream, handed.lines);
     let interrupt = match until {
         Until::Stopped => deliver_in(py, handed.context.as_ref(), handed.batch),
-        _ => deliver(py, &handed.batch, until),
+        _ => deliver(py, handed.batch, until),
     };
     if let Some(err) = interrupt {
         err.write_unraisable(py, None);
@@ -689,19 +697,29 @@ fn deliver_handed(py: Python<'_>, handed: hand_over::Handed, until: Until) {
 /// context variables see the caller's values.
 fn deliver_in(py: Python<'_>, context: Option<&Py<PyAny>>, batch: Batch) -> Option<PyErr> {
     let Some(context) = context else {
-        return deliver(py, &batch, Until::Stopped);
+        return deliver(py, batch, Until::Stopped);
     };
+    let slot = Arc::new(Mutex::new(Some(batch)));
     let interrupt: Arc<Mutex<Option<PyErr>>> = Arc::default();
-    let out = Arc::clone(&interrupt);
+    let (taken, out) = (Arc::clone(&slot), Arc::clone(&interrupt));
     let run = PyCFunction::new_closure(
         py,
         Some(c"pylogsink_live_delivery"),
         None,
         move |args, _| {
-            *lock(&out) = deliver(args.py(), &batch, Until::Stopped);
+            let batch = lock(&taken).take();
+            if let Some(batch) = batch {
+                *lock(&out) = deliver(args.py(), batch, Until::Stopped);
+            }
         },
     );
     let ran = run.and_then(|run| context.bind(py).call_method1("run", (run,)));
+    // Where the context could not run it, the records go all the same.
+    let left = lock(&slot).take();
+    if let Some(batch) = left {
+        let err = deliver(py, batch, Until::Stopped);
+        return ran.err().or(err);
+    }
     if let Err(err) = ran {
         return Some(err);
     }
@@ -764,7 +782,7 @@ pub(crate) fn at_exit(py: Python<'_>) {
         return;
     }
     for batch in take_all_pending() {
-        if let Some(err) = deliver(py, &batch, Until::Deadline(deadline)) {
+        if let Some(err) = deliver(py, batch, Until::Deadline(deadline)) {
             err.write_unraisable(py, None);
         }
     }

@@ -22,6 +22,7 @@ use super::stats::count_left_out;
 use crate::control::stall_wait;
 use crate::dest::fd::{self, write_from_signal_handler};
 use crate::dest::kept::{write_left_out_note, Limit};
+use crate::dest::pending::flight;
 use crate::dest::pending::PendingRecord;
 use crate::dest::CAP;
 use crate::record::lock;
@@ -144,7 +145,10 @@ fn write_waiting() {
             count_left_out(n);
         }
     };
-    let busy = visit_waiting(
+    // The records being handed to `logging` right now came out of the
+    // buffers first.
+    let mut busy = flight::visit(&mut |in_flight| in_flight.iter().for_each(|r| record(-1, r)));
+    busy += visit_waiting(
         &mut |fd, kept| {
             let (n, bytes) = kept.left_out();
             note(fd, n, "line", bytes, Limit::Bytes(kept.cap()));

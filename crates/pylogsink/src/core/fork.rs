@@ -57,6 +57,7 @@ extern "C" fn prepare() {
         held.push(registry::hold_for_fork(own));
         held.push(queue::hold_for_fork());
         held.extend(pending::queue::hold_for_fork());
+        held.push(pending::flight::hold_for_fork());
         held.extend(filter::hold_for_fork());
         held.push(pylevels::hold_for_fork());
         held.push(fd::hold_for_fork());

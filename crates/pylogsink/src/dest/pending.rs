@@ -498,6 +498,91 @@ pub(crate) mod queue {
     }
 }
 
+/// Records taken out of their buffer and being handed to `logging`.
+///
+/// A delivery hands its records to Python one by one, and Python code runs
+/// between them (a handler that writes to a network). A crash in another
+/// thread meanwhile must still find the records not handed yet, so a
+/// delivery registers its batch here, with how far it got, until it ends;
+/// the crash handler writes the rest.
+pub(crate) mod flight {
+    use super::{Batch, PendingRecord};
+    use crate::record::{lock, HeldForFork};
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::{Arc, Mutex};
+
+    /// One batch in flight and how many of its records were handed over.
+    pub(crate) struct Flight {
+        batch: Batch,
+        handed: AtomicUsize,
+    }
+
+    static FLIGHTS: Mutex<Vec<Arc<Flight>>> = Mutex::new(Vec::new());
+
+    /// A batch in flight until this is dropped.
+    pub(crate) struct InFlight(Arc<Flight>);
+
+    /// Puts `batch` in flight.
+    pub(crate) fn start(batch: Batch) -> InFlight {
+        let flight = Arc::new(Flight {
+            batch,
+            handed: AtomicUsize::new(0),
+        });
+        lock(&FLIGHTS).push(Arc::clone(&flight));
+        InFlight(flight)
+    }
+
+    impl InFlight {
+        /// The batch.
+        pub(crate) fn batch(&self) -> &Batch {
+            &self.0.batch
+        }
+
+        /// The first `n` records were handed over (or went elsewhere).
+        pub(crate) fn handed(&self, n: usize) {
+            self.0.handed.store(n, Ordering::Release);
+        }
+    }
+
+    impl Drop for InFlight {
+        fn drop(&mut self) {
+            let mut flights = lock(&FLIGHTS);
+            let ours = flights.iter().position(|f| Arc::ptr_eq(f, &self.0));
+            // Freed once the lock is let go.
+            let _ours = ours.map(|i| flights.swap_remove(i));
+            drop(flights);
+        }
+    }
+
+    /// Hands the records not handed yet of each batch in flight to `f`,
+    /// from a signal handler: the lock is only tried, nothing is allocated
+    /// or freed. Returns 1 if the lock was held, else 0.
+    pub(crate) fn visit(f: &mut dyn FnMut(&[PendingRecord])) -> usize {
+        let Ok(flights) = FLIGHTS.try_lock() else {
+            return 1;
+        };
+        for flight in flights.iter() {
+            let records = &flight.batch.records;
+            let handed = flight.handed.load(Ordering::Acquire).min(records.len());
+            f(&records[handed..]);
+        }
+        0
+    }
+
+    /// The lock, held across a fork. The child has no delivery under way:
+    /// what was in flight is the parent's.
+    pub(crate) fn hold_for_fork() -> HeldForFork {
+        let mut flights = lock(&FLIGHTS);
+        Box::new(move |child| {
+            if child {
+                // Leaked rather than freed: the child may not free memory a
+                // thread it does not have was using.
+                std::mem::forget(std::mem::take(&mut *flights));
+            }
+        })
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -621,5 +706,47 @@ mod tests {
             String::from_utf8(text).unwrap(),
             "[2026-12-01T09:39:22.000005Z WARN  rt b.rs:3] bad \\x1b[2J\\xff\n    next\n"
         );
+    }
+
+    #[test]
+    fn a_batch_in_flight_shows_what_was_not_handed_until_it_lands() {
+        let messages = |flights: &mut Vec<Vec<String>>| {
+            flights.clear();
+            flight::visit(&mut |records| {
+                flights.push(records.iter().map(|r| r.message.clone()).collect())
+            })
+        };
+        let ours = |flights: &Vec<Vec<String>>| {
+            flights
+                .iter()
+                .find(|f| f.iter().any(|m| m.starts_with("in flight")))
+                .cloned()
+        };
+        let batch = Batch {
+            records: (0..5)
+                .map(|i| PendingRecord {
+                    message: format!("in flight {i}"),
+                    ..record(i, 10)
+                })
+                .collect(),
+            ..Batch::default()
+        };
+        let mut seen = Vec::new();
+        let in_flight = flight::start(batch);
+        assert_eq!(messages(&mut seen), 0);
+        assert_eq!(ours(&seen).map(|f| f.len()), Some(5));
+        in_flight.handed(2);
+        messages(&mut seen);
+        assert_eq!(
+            ours(&seen),
+            Some(vec![
+                "in flight 2".into(),
+                "in flight 3".into(),
+                "in flight 4".into()
+            ])
+        );
+        drop(in_flight);
+        messages(&mut seen);
+        assert_eq!(ours(&seen), None, "landed: nothing left to write");
     }
 }
