@@ -9,7 +9,9 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import datetime
+import json
 import logging
+import os
 import sys
 import threading
 import time
@@ -212,3 +214,47 @@ def test_pylogsink_thread_does_not_wake_while_idle() -> None:
     )
     assert done.returncode == 0, done.stderr
     assert int(done.stdout) <= 3, done.stdout
+
+
+@pytest.mark.parametrize("destination", ["stderr", "logging"])
+def test_a_native_thread_started_at_import_reaches_a_replaced_stderr_and_logging(destination: str) -> None:
+    # The test extension starts a thread at import that logs "tick N" every
+    # 20 ms, outside any call, 100 times. With the stderr destination the
+    # ticks logged while redirect_stderr is on land in its stream, the
+    # others on fd 2, each once; with `logging`, a handler gets all 100.
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTEST_", "PYLOGSINK_"))}
+    env.update(PYLOGSINK_TESTEXT_TICKS="100", PYLOGSINK_TESTEXT_DESTINATION=destination)
+    done = python(
+        """
+        import contextlib, io, json, logging, time
+        import pylogsink_testext as t
+        handled = []
+        class Keep(logging.Handler):
+            def emit(self, record):
+                handled.append(record.getMessage())
+        logging.getLogger("testext.ticker").addHandler(Keep())
+        logging.getLogger("testext.ticker").setLevel(logging.WARNING)
+        buf = io.StringIO()
+        with contextlib.redirect_stderr(buf):
+            t.log_at("warn", "app", "a call that finds sys.stderr replaced")
+            time.sleep(1.0)
+        time.sleep(1.5)  # the ticker is done
+        t.log_at("warn", "app", "a last call")
+        print(json.dumps([buf.getvalue(), handled]))
+        """,
+        env=env,
+    )
+    assert done.returncode == 0, done.stderr
+    text, handled = json.loads(done.stdout)
+    ticks = [f"tick {n}" for n in range(100)]
+
+    def tick_messages(stream: str) -> list[str]:
+        return [r.split("] ", 1)[1] for r in records(stream) if " testext::ticker " in r]
+
+    if destination == "logging":
+        assert handled == ticks
+        assert tick_messages(done.stderr) == [] and tick_messages(text) == []
+    else:
+        in_stream, on_fd2 = tick_messages(text), tick_messages(done.stderr)
+        assert len(in_stream) >= 30, (len(in_stream), len(on_fd2))
+        assert sorted(in_stream + on_fd2, key=lambda m: int(m.split()[1])) == ticks

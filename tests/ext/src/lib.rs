@@ -433,6 +433,21 @@ fn h2_fan_out(py: Python<'_>, port: u16, workers: usize, requests: usize) -> PyR
     })
 }
 
+/// A native thread started at import, as a runtime's watchdog or metrics
+/// thread is: it logs "tick N" at Warn every 20 ms, `count` times, outside
+/// any call.
+fn start_ticker(count: usize) {
+    std::thread::Builder::new()
+        .name("ticker".into())
+        .spawn(move || {
+            for n in 0..count {
+                log::warn!(target: "testext::ticker", "tick {n}");
+                std::thread::sleep(std::time::Duration::from_millis(20));
+            }
+        })
+        .expect("a thread");
+}
+
 /// A long-lived tokio runtime, made at the first use and never shut down,
 /// whose worker threads nobody attaches to a call: a runtime's global pool.
 static GLOBAL_RUNTIME: LazyLock<tokio::runtime::Runtime> = LazyLock::new(|| {
@@ -581,6 +596,12 @@ fn _testext(m: &Bound<'_, PyModule>) -> PyResult<()> {
             // A record logged outside any call, before Python has a logger.
             log::info!(target: "testext::init", "imported");
         }
+    }
+    if let Some(count) = std::env::var("PYLOGSINK_TESTEXT_TICKS")
+        .ok()
+        .and_then(|n| n.parse::<usize>().ok())
+    {
+        start_ticker(count);
     }
     pylogsink::python::add_functions(m)?;
     m.add_function(wrap_pyfunction!(pool_get, m)?)?;
