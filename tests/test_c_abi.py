@@ -138,7 +138,7 @@ def test_build_inputs_come_from_the_installed_package() -> None:
     package = Path(pylogsink.__file__).parent
     sources = Path(__file__).resolve().parents[1] / "python"
     include, library = Path(pylogsink.get_include()), Path(pylogsink.get_library())
-    headers = ["pylogsink.h", "pylogsink.hpp", "pylogsink_emit.h"]
+    headers = ["pylogsink.h", "pylogsink.hpp", "pylogsink_emit.h", "pylogsink_spdlog.hpp", "pylogsink_glog.hpp"]
     assert sorted(p.name for p in include.iterdir()) == sorted(headers)
     assert library.is_file() and library.name == "libpylogsink.a"
     for path in (include, library, Path(pylogsink.get_cmake_dir())):
