@@ -88,10 +88,9 @@ def records(text: str) -> list[str]:
 def require_debian_dev(pkg_config_name: str, package: str) -> None:
     """Skips the calling test module when pkg-config does not find
     ``pkg_config_name`` (Debian's ``package``, installed by .ci/run)."""
-    found = shutil.which("pkg-config") is not None and (
-        subprocess.run(["pkg-config", "--exists", pkg_config_name], capture_output=True).returncode == 0
-    )
-    if not found:
+    if shutil.which("pkg-config") is None:
+        pytest.skip(f"pkg-config is not installed, so {package} cannot be found", allow_module_level=True)
+    if subprocess.run(["pkg-config", "--exists", pkg_config_name], capture_output=True).returncode != 0:
         pytest.skip(f"{package} is not installed (pkg-config finds no {pkg_config_name})", allow_module_level=True)
 
 
