@@ -1,7 +1,8 @@
 """The examples in examples/, each a project of its own, built and
 installed by scripts/test.sh as a user would build theirs (maturin for the
 PyO3 one, pip with setuptools and pybind11 for the C++ one): they import,
-log as the README says, and the README's snippets are taken from them."""
+log as the README says, and the README's snippets are taken from them
+(and from the test extensions that are built the same way)."""
 
 from __future__ import annotations
 
@@ -113,6 +114,8 @@ def test_readme_snippets_are_the_examples(doc: str) -> None:
             "examples/pyo3-extension/my_runtime.pyi",
             "examples/pybind11-extension/setup.py",
             "examples/pybind11-extension/src/my_cpp_runtime.cpp",
+            # The spdlog sink, from the extension tests/test_spdlog.py builds.
+            "tests/spdlog_rt/spdlog_rt.cpp",
         }
     assert {path for path, _ in found} == expected
     for path, code in found:

@@ -34,6 +34,14 @@ protected:
     void flush_() override {}
 };
 
+// The runtime's logger, through pylogsink.
+std::shared_ptr<spdlog::logger> make_logger(const std::string &name) {
+    auto sink = std::make_shared<pylogsink::spdlog_sink_mt>();
+    auto logger = std::make_shared<spdlog::logger>(name, sink);
+    logger->set_level(spdlog::level::trace); // pylogsink's filter decides
+    return logger;
+}
+
 // The runtime's loggers, made at import and never destroyed: spdlog may
 // still be called from native threads while the process exits.
 std::shared_ptr<spdlog::logger> *with_pylogsink, *with_naive, *current;
@@ -48,15 +56,16 @@ PYBIND11_MODULE(spdlog_rt, m) {
     if (pylogsink_init("SPDLOG_RT_LOG", "info") < 0 || pylogsink_add_functions(m.ptr()) < 0)
         throw py::error_already_set();
 
-    auto sink = std::make_shared<pylogsink::spdlog_sink_mt>();
-    with_pylogsink = new std::shared_ptr<spdlog::logger>(std::make_shared<spdlog::logger>("rt", sink));
+    with_pylogsink = new std::shared_ptr<spdlog::logger>(make_logger("rt"));
     with_naive = new std::shared_ptr<spdlog::logger>(
         std::make_shared<spdlog::logger>("rt", std::make_shared<naive_sink>()));
+    (*with_naive)->set_level(spdlog::level::trace);
+    // spdlog's async logger: one pool thread calls the sink.
     pool = new std::shared_ptr<spdlog::details::thread_pool>(
         std::make_shared<spdlog::details::thread_pool>(8192, 1));
     async_log = new std::shared_ptr<spdlog::async_logger>(std::make_shared<spdlog::async_logger>(
-        "rt::async", sink, *pool, spdlog::async_overflow_policy::block));
-    for (auto *l : {with_pylogsink, with_naive}) (*l)->set_level(spdlog::level::trace);
+        "rt::async", std::make_shared<pylogsink::spdlog_sink_mt>(), *pool,
+        spdlog::async_overflow_policy::block));
     (*async_log)->set_level(spdlog::level::trace);
     current = with_pylogsink;
 
