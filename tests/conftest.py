@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import os
 import select
+import shutil
 import subprocess
 import sys
 import textwrap
@@ -82,6 +83,33 @@ def wait_until(predicate: Callable[[], T], timeout: float = 10, what: str = "") 
 def records(text: str) -> list[str]:
     """The records in ``text``: lines that start a pylogsink record."""
     return [line for line in text.splitlines() if line.startswith("[") and "Z " in line[:40]]
+
+
+def require_debian_dev(pkg_config_name: str, package: str) -> None:
+    """Skips the calling test module when pkg-config does not find
+    ``pkg_config_name`` (Debian's ``package``, installed by .ci/run)."""
+    if shutil.which("pkg-config") is None:
+        pytest.skip(f"pkg-config is not installed, so {package} cannot be found", allow_module_level=True)
+    if subprocess.run(["pkg-config", "--exists", pkg_config_name], capture_output=True).returncode != 0:
+        pytest.skip(f"{package} is not installed (pkg-config finds no {pkg_config_name})", allow_module_level=True)
+
+
+def build_extension(sources: Path, out: Path) -> Path:
+    """Copies the files of ``sources`` (a setup.py and its sources) into
+    ``out`` and builds the extension there, as its authors would, against
+    the installed pylogsink; fails the test with the compiler's output."""
+    for source in sources.iterdir():
+        if source.is_file():
+            shutil.copy(source, out)
+    done = subprocess.run(
+        [sys.executable, "setup.py", "-q", "build_ext", "--inplace"],
+        cwd=out,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    return out
 
 
 @pytest.fixture

@@ -138,7 +138,8 @@ def test_build_inputs_come_from_the_installed_package() -> None:
     package = Path(pylogsink.__file__).parent
     sources = Path(__file__).resolve().parents[1] / "python"
     include, library = Path(pylogsink.get_include()), Path(pylogsink.get_library())
-    assert (include / "pylogsink.h").is_file() and (include / "pylogsink.hpp").is_file()
+    headers = ["pylogsink.h", "pylogsink.hpp", "pylogsink_emit.h", "pylogsink_spdlog.hpp", "pylogsink_glog.hpp"]
+    assert sorted(p.name for p in include.iterdir()) == sorted(headers)
     assert library.is_file() and library.name == "libpylogsink.a"
     for path in (include, library, Path(pylogsink.get_cmake_dir())):
         assert path.is_relative_to(package) and not path.is_relative_to(sources)
@@ -173,6 +174,81 @@ def test_a_replaced_stderr_captures_the_lines(rt, capsys: pytest.CaptureFixture[
     # Control characters from the message are escaped.
     assert re.search(rf"Z WARN  rt::loader {re.escape(source)}:\d+\] a warning \\x1b\[31m$", lines[3]), lines[3]
     assert len(lines) == 4
+
+
+def test_a_target_given_by_its_length_needs_no_nul(rt, capsys: pytest.CaptureFixture[str]) -> None:  # type: ignore[no-untyped-def]
+    # pylogsink_emit_n from C, pylogsink::emit with a std::string target
+    # from C++: slices of one buffer, none followed by a NUL.
+    buffer = b"rt::loader::cache, then more bytes"
+    rt.log_n(WARN, buffer, 0, 10, b"one")
+    rt.log_n(WARN, buffer, 4, 13, b"two")
+    rt.log_n(WARN, buffer, 0, 0, b"three")
+    source = re.escape("c_rt.c" if rt.__name__ == "c_rt" else "cpp_rt.cpp")
+    lines = records(capsys.readouterr().err)
+    assert len(lines) == 3
+    assert re.fullmatch(rf"\[\S+Z WARN  rt::loader {source}:\d+\] one", lines[0]), lines[0]
+    assert re.fullmatch(rf"\[\S+Z WARN  loader::cache {source}:\d+\] two", lines[1]), lines[1]
+    assert re.fullmatch(rf"\[\S+Z WARN  {source}:\d+\] three", lines[2]), lines[2]
+
+
+@pytest.mark.parametrize("target", ["rt\nCRITICAL forged::target", "\x1b[2J\x1b[H", "rt\x7f\x9b\tend"])
+def test_a_hostile_target_given_by_its_length_is_escaped_as_any_target(  # type: ignore[no-untyped-def]
+    rt, target: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    rt.log_n(WARN, b"<" + target.encode() + b">", 1, len(target.encode()), b"message")
+    by_length = capsys.readouterr().err
+    rt.log(WARN, b"message", target)
+    with_nul = capsys.readouterr().err
+
+    def same(text: str) -> str:  # the time and the line number left out
+        return re.sub(r":\d+\]", ":N]", re.sub(r"^\[\S+Z", "[T", text, flags=re.M))
+
+    assert same(by_length) == same(with_nul)
+    assert len(records(by_length)) == 1 and "\x1b" not in by_length and "\x9b" not in by_length
+    assert by_length.count("\n") == 1 + target.count("\n")  # a newline continues the record, indented
+    assert not any(line.startswith("[") for line in by_length.splitlines()[1:])  # nothing forged
+
+
+def test_the_emit_header_compiles_without_python(tmp_path: Path) -> None:
+    # A runtime's platform layer includes pylogsink_emit.h alone, with
+    # pylogsink's include directory and no Python one.
+    env = {k: v for k, v in os.environ.items() if k not in ("CPATH", "C_INCLUDE_PATH", "CPLUS_INCLUDE_PATH")}
+    (tmp_path / "platform.c").write_text(
+        textwrap.dedent(
+            """
+            #include <pylogsink_emit.h>
+            #include <string.h>
+            void platform_log(int level, const char *tag, size_t tag_len, const char *text) {
+                pylogsink_emit_n(level < PYLOGSINK_TRACE ? PYLOGSINK_TRACE : level, tag, tag_len,
+                                 __FILE__, __LINE__, text, strlen(text));
+                pylogsink_emit(PYLOGSINK_WARN, "platform", NULL, 0, text, strlen(text));
+            }
+            """
+        )
+    )
+    (tmp_path / "binding.c").write_text("#include <pylogsink.h>\n")
+    include = f"-I{pylogsink.get_include()}"
+    for compiler, std in (("gcc", "-std=c99"), ("g++", "-std=c++11")):
+        language = ["-x", "c++"] if compiler == "g++" else []
+        done = subprocess.run(
+            [compiler, std, "-Wall", "-Wextra", "-Werror", "-pedantic", include, *language, "-c", "platform.c"],
+            cwd=tmp_path,
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=60,
+        )
+        assert done.returncode == 0, done.stderr
+        # pylogsink.h itself needs Python's headers: this compiler has none.
+        done = subprocess.run(
+            [compiler, std, include, *language, "-fsyntax-only", "binding.c"],
+            cwd=tmp_path,
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=60,
+        )
+        assert done.returncode != 0 and "Python.h" in done.stderr, done.stderr
 
 
 def test_worker_threads_attached_through_the_c_abi_join_the_call(

@@ -7,8 +7,9 @@ A fenced block is one of two kinds:
   something the suite builds or runs, and the block is a verbatim part of
   it:
 
-  - ``examples/``, ``tests/ext/``, ``tests/c_abi/`` and ``crates/``:
-    built by scripts/test.sh and tests/test_c_abi.py; for a Rust file, the
+  - ``examples/``, ``tests/ext/``, ``tests/c_abi/``, ``tests/spdlog_rt/``,
+    ``tests/glog_rt/`` and ``crates/``: built by scripts/test.sh,
+    tests/test_c_abi.py, tests/test_spdlog.py and tests/test_glog.py; for a Rust file, the
     block may be a part of its doc comments, whose examples ``cargo test``
     compiles as doctests;
   - ``docs/snippets/``: each file there is run here, in a child process
@@ -43,7 +44,7 @@ DOCS = sorted(
     key=lambda p: str(p),
 )
 # Where a marked block may come from: what the suite builds or runs.
-BUILT = ("examples/", "tests/ext/", "tests/c_abi/", "crates/", "docs/snippets/")
+BUILT = ("examples/", "tests/ext/", "tests/c_abi/", "tests/spdlog_rt/", "tests/glog_rt/", "crates/", "docs/snippets/")
 COMMANDS = ("Makefile", ".ci/run")
 
 

@@ -14,7 +14,10 @@ _HERE = Path(__file__).resolve().parent
 
 
 def get_include() -> str:
-    """The directory that holds ``pylogsink.h`` and ``pylogsink.hpp``."""
+    """The directory that holds the headers: ``pylogsink.h`` and
+    ``pylogsink.hpp`` for bindings, ``pylogsink_emit.h`` (the log function,
+    no Python header needed), ``pylogsink_spdlog.hpp`` and
+    ``pylogsink_glog.hpp`` (sinks for spdlog and glog)."""
     return str(_HERE / "include")
 
 

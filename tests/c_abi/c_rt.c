@@ -61,6 +61,25 @@ static PyObject *log_(PyObject *self, PyObject *args) {
     Py_RETURN_NONE;
 }
 
+/* log_n(level, buffer: bytes, start, length, message: bytes): the target is
+   buffer[start:start + length], given by its length (no NUL after it). */
+static PyObject *log_n(PyObject *self, PyObject *args) {
+    (void)self;
+    int level;
+    const char *buffer, *message;
+    Py_ssize_t size, start, length, len;
+    if (!PyArg_ParseTuple(args, "iy#nny#", &level, &buffer, &size, &start, &length, &message, &len))
+        return NULL;
+    if (start < 0 || length < 0 || start + length > size) {
+        PyErr_SetString(PyExc_ValueError, "log_n: the target is outside the buffer");
+        return NULL;
+    }
+    pylogsink_call_enter();
+    pylogsink_emit_n(level, buffer + start, (size_t)length, __FILE__, __LINE__, message, (size_t)len);
+    if (pylogsink_call_exit() < 0) return NULL;
+    Py_RETURN_NONE;
+}
+
 /* log_lines(n): n Info lines "line <i>" through ET_LOG, in one call. */
 static PyObject *log_lines(PyObject *self, PyObject *arg) {
     (void)self;
@@ -166,6 +185,7 @@ static PyMethodDef methods[] = {
     {"load_method_detached", load_method_detached, METH_NOARGS, NULL},
     {"execute", execute, METH_NOARGS, NULL},
     {"log", log_, METH_VARARGS, NULL},
+    {"log_n", log_n, METH_VARARGS, NULL},
     {"log_lines", log_lines, METH_O, NULL},
     {"log_then_hang", log_then_hang, METH_VARARGS, NULL},
     {"load_program", load_program, METH_VARARGS, NULL},

@@ -9,6 +9,7 @@
 #include "pylogsink.hpp"
 
 #include <chrono>
+#include <cstddef>
 #include <string>
 #include <thread>
 
@@ -58,6 +59,18 @@ PYBIND11_MODULE(cpp_rt, m) {
             pylogsink::emit(level, target.c_str(), __FILE__, __LINE__, std::string(message));
         },
         py::arg("level"), py::arg("message"), py::arg("target") = "rt",
+        py::call_guard<pylogsink::scope>());
+
+    // The target a std::string (pylogsink_emit_n underneath): the slice
+    // buffer[start:start + length].
+    m.def(
+        "log_n",
+        [](int level, const py::bytes &buffer, std::size_t start, std::size_t length,
+           const py::bytes &message) {
+            const std::string all(buffer);
+            if (start + length > all.size()) throw py::value_error("log_n: the target is outside the buffer");
+            pylogsink::emit(level, all.substr(start, length), __FILE__, __LINE__, std::string(message));
+        },
         py::call_guard<pylogsink::scope>());
 
     m.def(

@@ -1,4 +1,5 @@
-//! The C ABI of pylogsink, declared in `pylogsink.h`.
+//! The C ABI of pylogsink, declared in `pylogsink.h` (the log functions
+//! and levels in `pylogsink_emit.h`, which needs no Python header).
 //!
 //! The runtimes that meet the deadlock pylogsink exists for are mostly C
 //! and C++ behind pybind11 or the Python C API, and they cannot use a Rust
@@ -102,6 +103,38 @@ pub unsafe extern "C" fn pylogsink_emit(
     // SAFETY: the pointers are what the caller's contract says, and they
     // outlive this call, which keeps no reference to them.
     let (target, file, message) = unsafe { (c_text(target), c_text(file), bytes(message, len)) };
+    // A panic must not unwind into C; a log call has nowhere to report one.
+    let _ = catch_unwind(|| pylogsink::emit(level_of(level), &target, &file, line, message));
+}
+
+/// [`pylogsink_emit`] with the target given by its length: it need not end
+/// in NUL (a logger's name held as a string view). Bytes that are not UTF-8
+/// become U+FFFD, as in the NUL-terminated target of `pylogsink_emit`.
+///
+/// # Safety
+///
+/// `target` is NULL (then `target_len` is ignored) or valid for reads of
+/// `target_len` bytes; `file` is NULL or a NUL-terminated string;
+/// `message` is NULL or valid for reads of `len` bytes.
+#[no_mangle]
+pub unsafe extern "C" fn pylogsink_emit_n(
+    level: c_int,
+    target: *const c_char,
+    target_len: usize,
+    file: *const c_char,
+    line: c_uint,
+    message: *const c_char,
+    len: usize,
+) {
+    // SAFETY: the pointers are what the caller's contract says, and they
+    // outlive this call, which keeps no reference to them.
+    let (target, file, message) = unsafe {
+        (
+            String::from_utf8_lossy(bytes(target, target_len)),
+            c_text(file),
+            bytes(message, len),
+        )
+    };
     // A panic must not unwind into C; a log call has nowhere to report one.
     let _ = catch_unwind(|| pylogsink::emit(level_of(level), &target, &file, line, message));
 }

@@ -28,11 +28,17 @@
  *         Py_RETURN_NONE;
  *     }
  *
- * Threads and the GIL: pylogsink_emit may be called from any thread, with
- * or without the GIL, under any lock, in a call or outside one (a native
- * worker thread). Every other function must be called with the GIL held;
- * pylogsink_call_exit may run Python code (sys.stderr.write), so it must be
- * called with none of the runtime's locks held.
+ * The log functions, pylogsink_emit and pylogsink_emit_n, and the levels
+ * are in pylogsink_emit.h (included here), which needs no Python header:
+ * a runtime's own files (its platform log hook, a spdlog or glog sink)
+ * include that one alone.
+ *
+ * Threads and the GIL: pylogsink_emit and pylogsink_emit_n may be called
+ * from any thread, with or without the GIL, under any lock, in a call or
+ * outside one (a native worker thread). Every other function must be
+ * called with the GIL held; pylogsink_call_exit may run Python code
+ * (sys.stderr.write), so it must be called with none of the runtime's
+ * locks held.
  */
 #ifndef PYLOGSINK_H
 #define PYLOGSINK_H
@@ -40,21 +46,12 @@
 #include <Python.h>
 #include <stddef.h>
 
+/* The levels, pylogsink_emit and pylogsink_emit_n. */
+#include "pylogsink_emit.h"
+
 #ifdef __cplusplus
 extern "C" {
 #endif
-
-/* How severe a record is. A level outside this range counts as the nearest
-   one. PYLOGSINK_FATAL lines pass every filter and go straight to fd 2,
-   after the lines the call kept: the caller is expected to abort next. */
-enum pylogsink_level {
-    PYLOGSINK_TRACE = 0,
-    PYLOGSINK_DEBUG = 1,
-    PYLOGSINK_INFO = 2,
-    PYLOGSINK_WARN = 3,
-    PYLOGSINK_ERROR = 4,
-    PYLOGSINK_FATAL = 5
-};
 
 /* Sets pylogsink up; call it once, in the module's PyInit_ function.
    The users' directives (env_logger's syntax: "warn,myruntime=debug") come
@@ -71,17 +68,6 @@ int pylogsink_init(const char *env_var, const char *default_filter);
    log_destination() and log_stats() to the extension's module, for its
    Python users. GIL held. Returns 0, or -1 with a Python exception set. */
 int pylogsink_add_functions(PyObject *module);
-
-/* Logs one record, if the filter lets it through.
-   target: the component ("myruntime::loader"), or NULL/"" for none.
-   file, line: the source location (NULL and 0 for none).
-   message, len: the message bytes; they need not be UTF-8 nor end in NUL.
-   Any thread, any lock, with or without the GIL. Never calls into Python,
-   never takes the GIL, and waits for fd 2 at most the stall wait (100 ms).
-   A record the filter drops costs reading the target and a level compare:
-   nothing is formatted, allocated or locked. */
-void pylogsink_emit(int level, const char *target, const char *file,
-                    unsigned line, const char *message, size_t len);
 
 /* Steps into a binding call: at the binding's entry, GIL held. Between
    enter and exit the binding may release the GIL (Py_BEGIN_ALLOW_THREADS)

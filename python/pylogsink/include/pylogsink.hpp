@@ -110,6 +110,14 @@ inline void emit(int level, const char *target, const char *file, unsigned line,
     pylogsink_emit(level, target, file, line, message.data(), message.size());
 }
 
+/* The same with a std::string target (pylogsink_emit_n: no NUL needed,
+   nothing copied). Any thread, any lock. */
+inline void emit(int level, const std::string &target, const char *file, unsigned line,
+                 const std::string &message) {
+    pylogsink_emit_n(level, target.data(), target.size(), file, line, message.data(),
+                     message.size());
+}
+
 } // namespace pylogsink
 
 #endif /* PYLOGSINK_HPP */

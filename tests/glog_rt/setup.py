@@ -1,0 +1,29 @@
+"""Builds glog_rt, a pybind11 extension whose runtime logs through glog
+(Debian's libgoogle-glog-dev) with pylogsink's sink, as its authors would:
+pylogsink's headers and library from the installed package, glog's flags
+from pkg-config."""
+
+import shlex
+import subprocess
+
+import pylogsink
+from pybind11.setup_helpers import Pybind11Extension
+from setuptools import setup
+
+
+def pkg_config(*args: str) -> list[str]:
+    return shlex.split(subprocess.check_output(["pkg-config", *args, "libglog"], text=True))
+
+
+setup(
+    name="glog-rt",
+    ext_modules=[
+        Pybind11Extension(
+            "glog_rt",
+            ["glog_rt.cpp"],
+            include_dirs=[pylogsink.get_include()],
+            extra_compile_args=pkg_config("--cflags") + ["-Wall", "-Werror"],
+            extra_link_args=pylogsink.get_link_args() + pkg_config("--libs"),
+        )
+    ],
+)
