@@ -12,7 +12,7 @@
 use super::stderr::stderr_is_own;
 use super::write::{write_through_python, Written};
 use crate::control::stall_wait;
-use crate::core::queue::{for_stream_take, write_fd2};
+use crate::core::queue::{for_stream_pending, for_stream_take, for_stream_to_fd2, write_fd2};
 use crate::core::shared::Shared;
 use crate::core::stats::count_noted;
 use crate::core::thread::ThreadState;
@@ -143,18 +143,18 @@ pub(crate) fn write_lines(py: Python<'_>, stream: Option<Py<PyAny>>, lines: Take
 /// replaced to `sys.stderr` as it is now (to fd 2 if it is the process's
 /// own again).
 pub(crate) fn write_outside_lines(py: Python<'_>) {
-    let lines = for_stream_take();
-    if lines.text.is_empty() {
+    if !for_stream_pending() {
         return;
     }
-    let stream = if stderr_is_own(py) {
-        None
-    } else {
-        py.import("sys")
-            .and_then(|sys| sys.getattr("stderr"))
-            .ok()
-            .filter(|s| !s.is_none())
-            .map(Bound::unbind)
-    };
+    if stderr_is_own(py) {
+        return py.detach(|| for_stream_to_fd2(stall_wait()));
+    }
+    let lines = for_stream_take();
+    let stream = py
+        .import("sys")
+        .and_then(|sys| sys.getattr("stderr"))
+        .ok()
+        .filter(|s| !s.is_none())
+        .map(Bound::unbind);
     write_lines(py, stream, lines);
 }

@@ -154,6 +154,11 @@ fn route_line(
         }
         Route::Direct { wait } => {
             let wait = if wait { stall_wait() } else { Duration::ZERO };
+            if sink == Sink::Outside && queue::for_stream_pending() {
+                // Lines logged while `sys.stderr` was last seen replaced,
+                // and it is the process's own now: they go first.
+                queue::for_stream_to_fd2(wait);
+            }
             if sink == Sink::Stalled {
                 if !call.write_kept(Duration::ZERO) {
                     return keep(record, false);
@@ -308,6 +313,22 @@ mod tests {
             messages(&seen),
             ["kept first", "kept second", "about to abort"]
         );
+    }
+
+    #[test]
+    fn outside_a_call_lines_kept_for_a_replaced_stream_go_first_once_it_is_own_again() {
+        let pipe = Pipe::new();
+        let now_ms = || u64::try_from(now_since_epoch().as_millis()).unwrap();
+        queue::stderr_seen(true, Some(now_ms()));
+        log(Level::Info, "for the stream");
+        assert_eq!(pipe.read(), "", "kept for pylogsink's Python thread");
+        assert!(queue::for_stream_pending());
+        // `sys.stderr` is the process's own again before that thread wrote
+        // them: the next line outside a call writes them first.
+        queue::stderr_seen(false, Some(now_ms()));
+        log(Level::Info, "direct");
+        assert_eq!(messages(&pipe.read()), ["for the stream", "direct"]);
+        assert!(!queue::for_stream_pending());
     }
 
     #[test]

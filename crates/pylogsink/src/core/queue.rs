@@ -129,8 +129,9 @@ pub(crate) fn queue_pending_as_text(batch: &Batch) {
 /// The queue's lock, held across a fork. The child starts with an empty
 /// queue: what waited is the parent's to write.
 pub(crate) fn hold_for_fork() -> HeldForFork {
-    let mut queue = queue();
+    // In the order `for_stream_to_fd2` takes them.
     let mut for_stream = lock(&FOR_STREAM);
+    let mut queue = queue();
     Box::new(move |child| {
         if child {
             drop(queue.take());
@@ -138,6 +139,7 @@ pub(crate) fn hold_for_fork() -> HeldForFork {
             drop(for_stream.take());
             FOR_STREAM_PENDING.store(false, Ordering::Release);
         }
+        drop(queue);
         drop(for_stream);
     })
 }
@@ -203,6 +205,22 @@ pub(crate) fn for_stream_take() -> Taken {
         return Taken::default();
     }
     lock(&FOR_STREAM).take()
+}
+
+/// Writes the lines that wait for a replaced `sys.stderr` to fd 2 instead,
+/// now that it is the process's own again, each piece waiting for room at
+/// most `wait` (the rest joins the queue). Their buffer stays locked the
+/// while, so that a thread whose earlier lines wait there cannot write a
+/// later one first.
+pub(crate) fn for_stream_to_fd2(wait: Duration) {
+    if !for_stream_pending() {
+        return;
+    }
+    let mut buffer = lock(&FOR_STREAM);
+    FOR_STREAM_PENDING.store(false, Ordering::Release);
+    let taken = buffer.take();
+    write_fd2(taken, wait);
+    drop(buffer);
 }
 
 /// Adds what a thread kept to the queue (at exit, when its call can no
