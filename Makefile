@@ -1,6 +1,6 @@
 .DEFAULT_GOAL := help
 
-.PHONY: help demo test lint fuzz bench
+.PHONY: help demo test dist lint fuzz bench
 
 help: ## Show the targets
 	@grep -E '^[a-z]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-6s %s\n", $$1, $$2}'
@@ -10,6 +10,9 @@ demo: ## Build everything and run the demo (naive sink hangs, pylogsink complete
 
 test: ## Build everything and run all tests on every CPython 3.10-3.13 found
 	scripts/test.sh
+
+dist: ## Build the sdist and the manylinux_2_28 wheels (abi3, and one per CPython 3.12+ found) into dist/
+	scripts/dist.sh
 
 lint: ## Layer check of the crate's src/, cargo fmt --check and clippy (the workspace and the PyO3 example)
 	python3 scripts/check_layers.py

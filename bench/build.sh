@@ -20,8 +20,7 @@ pip() { "$py" -m pip install -q --disable-pip-version-check "$@"; }
 
 pip "maturin>=1.8,<2" matplotlib
 
-echo "== pylogsink (the package, with its C library)"
-scripts/build-c.sh
+echo "== pylogsink (the package, with its C library, which its build makes)"
 "$py" -m maturin build --release -q -o bench/target/dist
 pip --force-reinstall --no-deps bench/target/dist/pylogsink-*.whl
 

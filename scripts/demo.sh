@@ -6,8 +6,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 [ -x .venv/bin/python ] || python3 -m venv .venv
 .venv/bin/python -m pip install -q --disable-pip-version-check "maturin>=1.8,<2"
-scripts/build-c.sh
 rm -rf dist
+# The C library comes with the wheel (crates/pylogsink-py/build.rs).
 .venv/bin/python -m maturin build --release -q -o dist
 .venv/bin/python -m pip install -q --disable-pip-version-check --force-reinstall --no-deps dist/pylogsink-*.whl
 # The C++ rows: the pybind11 extension of the C ABI tests, built against

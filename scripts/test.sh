@@ -5,7 +5,8 @@
 # CPython 3.10 to 3.13 found, with the two examples in examples/ built as
 # their users would. The abi3 wheel on 3.10 and 3.11; on 3.12 and later a
 # wheel built for that version (no abi3), where pylogsink keeps "is
-# sys.stderr replaced" with a dict watcher.
+# sys.stderr replaced" with a dict watcher. pylogsink's wheels are those
+# of make dist (scripts/dist.sh), built with zig for manylinux_2_28.
 # Tools come from virtualenvs: maturin from .venv (as in scripts/demo.sh),
 # pytest and the rest from .venvs/X.Y, one per CPython.
 set -euo pipefail
@@ -26,15 +27,13 @@ echo "== the crate as crates.io would get it (packaged, built alone; nothing upl
 cargo publish --dry-run --allow-dirty -p pylogsink
 
 echo "== build the wheels (pylogsink with its C library, the test extension, the PyO3 example)"
-[ -x .venv/bin/python ] || python3 -m venv .venv
-.venv/bin/python "${pip_q[@]}" "maturin>=1.8,<2"
+# pylogsink's sdist and wheels as a release ships them (make dist: zig,
+# manylinux_2_28), which the tests install and inspect (tests/test_dist.py).
+scripts/dist.sh
 maturin=$PWD/.venv/bin/maturin
-scripts/build-c.sh
-rm -rf dist
-"$maturin" build --release -q -o dist
 (cd tests/ext && "$maturin" build --release -q -o ../../dist)
 (cd examples/pyo3-extension && "$maturin" build --release -q -o ../../dist)
-wheels=(dist/pylogsink-*.whl dist/pylogsink_testext-*.whl dist/my_runtime-*.whl)
+wheels=(dist/pylogsink-*-abi3-*.whl dist/pylogsink_testext-*.whl dist/my_runtime-*.whl)
 
 status=0
 ran=0
@@ -46,8 +45,8 @@ for py in $(scripts/pythons.sh); do
   "$venv/bin/python" "${pip_q[@]}" -r tests/requirements.txt
   wheels_here=("${wheels[@]}")
   if "$py" -c 'import sys; sys.exit(sys.version_info < (3, 12))'; then
-    "$maturin" build --release -q --no-default-features -i "$py" -o "dist/$version"
-    wheels_here[0]=$(ls "dist/$version"/pylogsink-*.whl)
+    tag=cp${version/./}
+    wheels_here[0]=$(ls dist/pylogsink-*-"$tag-$tag"-*.whl)
   fi
   "$venv/bin/python" "${pip_q[@]}" --force-reinstall --no-deps "${wheels_here[@]}"
   "$venv/bin/python" -c 'import pylogsink; print("pylogsink:", pylogsink._pylogsink.__file__.rsplit("/", 1)[1], "-", pylogsink.stderr_check())'

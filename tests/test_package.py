@@ -1,5 +1,6 @@
 """The Python package itself: one version (the workspace's Cargo.toml),
-stubs for what the native module exports, and ``python -m pylogsink``."""
+stubs for what the native module exports, ``python -m pylogsink``, and
+the one error for a package without its C library."""
 
 from __future__ import annotations
 
@@ -10,6 +11,8 @@ import re
 import subprocess
 import sys
 from pathlib import Path
+
+import pytest
 
 import pylogsink
 import pylogsink._pylogsink as native
@@ -87,3 +90,20 @@ def test_python_m_pylogsink_help_says_what_it_does_in_whole_sentences() -> None:
     description = " ".join(done.stdout.split("\n\n")[1].split())
     assert description.endswith("."), description
     assert "naive sink and under pylogsink" in description and "daemon threads" in description
+
+
+def test_a_missing_c_library_raises_one_clear_error(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """A package put together without its build (no lib/) says so, and how
+    to get one that has it, from every function that needs the library."""
+    from pylogsink import _build_inputs
+
+    monkeypatch.setattr(_build_inputs, "_HERE", tmp_path)
+    for function in (pylogsink.get_library, pylogsink.get_link_args, pylogsink.get_cmake_dir):
+        with pytest.raises(_build_inputs.CLibraryMissingError, match="C library is missing") as raised:
+            function()
+        assert isinstance(raised.value, RuntimeError)
+        message = str(raised.value)
+        assert str(tmp_path / "lib") in message
+        assert "pip install ." in message and "maturin build" in message
+    # The headers are in every copy of the package, built or not.
+    assert pylogsink.get_include() == str(tmp_path / "include")

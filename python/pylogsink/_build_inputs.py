@@ -13,6 +13,24 @@ from pathlib import Path
 _HERE = Path(__file__).resolve().parent
 
 
+class CLibraryMissingError(RuntimeError):
+    """This pylogsink has no C library (``lib/libpylogsink.a`` and
+    ``lib/link-args.txt``): it was put together without the package's build,
+    which makes them."""
+
+
+def _lib_file(name: str) -> Path:
+    path = _HERE / "lib" / name
+    if not path.is_file():
+        raise CLibraryMissingError(
+            f"pylogsink's C library is missing: no {path}. This pylogsink was not built by its "
+            "own build, which makes it: install a pylogsink wheel, or build one from the source "
+            "with `pip install .`, `pip wheel .`, `python -m build` or `maturin build` "
+            "(each builds the C library as well)."
+        )
+    return path
+
+
 def get_include() -> str:
     """The directory that holds the headers: ``pylogsink.h`` and
     ``pylogsink.hpp`` for bindings, ``pylogsink_emit.h`` (the log function,
@@ -25,25 +43,26 @@ def get_library() -> str:
     """The path of the static library, ``libpylogsink.a``.
 
     One library serves extensions for every CPython 3.10 and newer: it uses
-    stable-ABI symbols only.
+    stable-ABI symbols only. Raises ``CLibraryMissingError`` (a
+    ``RuntimeError``) if the package has no C library.
     """
-    library = _HERE / "lib" / "libpylogsink.a"
-    if not library.is_file():
-        raise FileNotFoundError(
-            f"{library} is missing: this pylogsink was built without its C library "
-            "(scripts/build-c.sh builds it before the wheel)"
-        )
-    return str(library)
+    return str(_lib_file("libpylogsink.a"))
 
 
 def get_link_args() -> list[str]:
     """The linker arguments an extension needs: the static library, then
-    the system libraries it uses (``-lpthread``, ``-ldl``, ...)."""
-    libs = (_HERE / "lib" / "link-args.txt").read_text().split()
+    the system libraries it uses (``-lpthread``, ``-ldl``, ...). Raises
+    ``CLibraryMissingError`` (a ``RuntimeError``) if the package has no C
+    library."""
+    libs = _lib_file("link-args.txt").read_text().split()
     return [get_library(), *libs]
 
 
 def get_cmake_dir() -> str:
     """The directory of ``pylogsinkConfig.cmake``, for CMake's
-    ``find_package(pylogsink CONFIG)``; it defines ``pylogsink::pylogsink``."""
+    ``find_package(pylogsink CONFIG)``; it defines ``pylogsink::pylogsink``.
+    Raises ``CLibraryMissingError`` (a ``RuntimeError``) if the package has
+    no C library, which the config links."""
+    _lib_file("link-args.txt")
+    _lib_file("libpylogsink.a")
     return str(_HERE / "cmake")

@@ -60,8 +60,10 @@ fn is_joined_at_exit(py: Python<'_>) -> PyResult<bool> {
 
 #[cfg(target_os = "linux")]
 fn is_process_main_thread() -> bool {
+    // The system call, not glibc's gettid(), which only glibc 2.30 and later
+    // have: the wheels and the C library promise glibc 2.28.
     // SAFETY: gettid and getpid have no preconditions and cannot fail.
-    unsafe { libc::gettid() == libc::getpid() }
+    unsafe { libc::syscall(libc::SYS_gettid) as libc::pid_t == libc::getpid() }
 }
 
 #[cfg(not(target_os = "linux"))]

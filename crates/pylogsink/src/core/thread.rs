@@ -287,8 +287,15 @@ fn os_thread_name() -> String {
     };
     let len = buf.iter().position(|&b| b == 0).unwrap_or(0);
     let name = String::from_utf8_lossy(&buf[..len]);
+    // The system call, not glibc's gettid() (glibc 2.30 and later only):
+    // the wheels and the C library promise glibc 2.28.
     // SAFETY: gettid and getpid have no preconditions.
-    let (tid, pid) = unsafe { (libc::gettid(), libc::getpid()) };
+    let (tid, pid) = unsafe {
+        (
+            libc::syscall(libc::SYS_gettid) as libc::pid_t,
+            libc::getpid(),
+        )
+    };
     let process = std::fs::read_to_string("/proc/self/comm").ok();
     thread_name(&name, rc == 0, tid, pid, process.as_deref())
 }
