@@ -20,7 +20,7 @@
 
 use super::shared::hold_for_fork as hold_call;
 use super::thread::THREAD;
-use super::{queue, registry};
+use super::{capture, queue, registry};
 use crate::control::{filter, pylevels};
 use crate::dest::{fd, pending};
 use crate::record::HeldForFork;
@@ -60,6 +60,7 @@ extern "C" fn prepare() {
         held.extend(filter::hold_for_fork());
         held.push(pylevels::hold_for_fork());
         held.push(fd::hold_for_fork());
+        held.push(capture::hold_for_fork());
         let _ = HELD.try_with(|h| *h.borrow_mut() = held);
     });
 }
