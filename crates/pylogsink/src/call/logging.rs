@@ -26,7 +26,9 @@ use super::interrupt::is_interrupt;
 use super::live;
 use super::stderr::stderr_is_own;
 use crate::control::{self, pylevels};
-use crate::core::capture::pending_for_python as capture_pending;
+use crate::core::capture::{
+    is_on as capture_on, pending_for_python as capture_pending, pressing as capture_pressing,
+};
 use crate::core::fork;
 use crate::core::live as core_live;
 use crate::core::queue::{for_stream_pending, queue_pending_as_text, stderr_seen};
@@ -650,7 +652,19 @@ fn deliver_live(py: Python<'_>) {
     loop {
         let waiting = py.detach(|| {
             queue::take_in_calls();
-            std::thread::sleep(GATHER);
+            // A writer that waits for captured output to be taken is not
+            // kept waiting for the gathering.
+            let gathered = Instant::now() + GATHER;
+            if !capture_on() {
+                std::thread::sleep(GATHER);
+            }
+            while !capture_pressing() {
+                let left = gathered.saturating_duration_since(Instant::now());
+                if left.is_zero() {
+                    break;
+                }
+                std::thread::sleep(left.min(Duration::from_millis(1)));
+            }
             core_live::calls_have_records()
                 || for_stream_pending()
                 || hand_over::waiting()

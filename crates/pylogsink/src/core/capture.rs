@@ -31,14 +31,14 @@
 
 use super::stats::count_noted;
 use crate::control::stall_wait;
-use crate::dest::capture::{CapturedTo, Lines, BUDGET};
+use crate::dest::capture::{hold_reading, CapturedTo, Lines, BUDGET, PARTIAL_MAX};
 use crate::dest::fd;
 use crate::dest::pending::queue::wake_for_calls;
 use crate::dest::{Kept, Taken};
 use crate::record::{lock, HeldForFork};
 use std::io;
 use std::os::fd::RawFd;
-use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU64, Ordering};
 use std::sync::Mutex;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
@@ -51,6 +51,10 @@ pub(crate) const STDERR: usize = 1;
 /// How long the drain thread waits before it tries again to write lines
 /// that found no room on an original descriptor.
 const RETRY: Duration = Duration::from_millis(10);
+
+/// How often the drain thread looks whether Python took the lines of a
+/// pipe it leaves unread ([`hold_reading`]).
+const PAUSE: Duration = Duration::from_millis(2);
 
 /// The most the drain thread reads from a pipe before it passes the
 /// lines on: a quarter of the budget, so that an original descriptor that
@@ -76,6 +80,10 @@ pub(crate) struct Stream {
     to_python: AtomicBool,
     /// Lines wait for Python.
     pending: AtomicBool,
+    /// How many times Python took lines ([`take_for_python`]).
+    takes: AtomicU64,
+    /// The drain thread leaves the pipe unread until Python takes lines.
+    paused: AtomicBool,
     waiting: Mutex<Waiting>,
 }
 
@@ -94,6 +102,8 @@ impl Stream {
             active: AtomicBool::new(false),
             to_python: AtomicBool::new(false),
             pending: AtomicBool::new(false),
+            takes: AtomicU64::new(0),
+            paused: AtomicBool::new(false),
             waiting: Mutex::new(Waiting {
                 kept: Kept::with_cap(BUDGET),
                 lines: Lines::new(),
@@ -162,6 +172,7 @@ pub(crate) fn start(routes: [Option<CapturedTo>; 2]) -> io::Result<bool> {
                 control,
                 thread: Some(thread),
             };
+            ON.store(true, Ordering::Relaxed);
             Ok(true)
         }
         Err(err) => {
@@ -244,6 +255,7 @@ fn end(stream: &Stream) {
     if read >= 0 {
         close_all(&[read]);
     }
+    stream.paused.store(false, Ordering::Release);
     stream.active.store(false, Ordering::Release);
 }
 
@@ -282,6 +294,7 @@ pub(crate) fn stop() -> bool {
     close_all(&state.control);
     state.control = [-1, -1];
     state.depth = 0;
+    ON.store(false, Ordering::Relaxed);
     drop(state);
     for stream in &STREAMS {
         pass_on(stream, stall_wait());
@@ -292,6 +305,16 @@ pub(crate) fn stop() -> bool {
 /// Whether a capture is on.
 pub(crate) fn active() -> bool {
     lock(&STATE).depth > 0
+}
+
+/// Whether a capture is on, as last set: one atomic load, for pylogsink's
+/// Python thread.
+static ON: AtomicBool = AtomicBool::new(false);
+
+/// [`active`] without the lock (it may lag by a moment).
+#[inline]
+pub(crate) fn is_on() -> bool {
+    ON.load(Ordering::Relaxed)
 }
 
 /// Whether captured lines wait for Python.
@@ -306,7 +329,9 @@ pub(crate) fn take_for_python(index: usize) -> Taken {
     if !stream.pending.swap(false, Ordering::AcqRel) {
         return Taken::default();
     }
-    lock(&stream.waiting).kept.take()
+    let taken = lock(&stream.waiting).kept.take();
+    stream.takes.fetch_add(1, Ordering::Release);
+    taken
 }
 
 /// Writes lines that Python could not take to stream `index`'s original
@@ -329,19 +354,26 @@ pub(crate) fn write_original(index: usize, taken: Taken) {
 /// after reading the pipes empty.
 fn drain(mut reads: [RawFd; 2], control: RawFd) {
     let mut buffer = vec![0u8; 64 * 1024];
+    let mut held = [None, None];
     loop {
         let now = Instant::now();
         let mut wake: Option<Instant> = None;
-        for (stream, &read) in STREAMS.iter().zip(&reads) {
+        let mut paused = [false; 2];
+        for (index, (stream, &read)) in STREAMS.iter().zip(&reads).enumerate() {
             if read < 0 && !stream.active.load(Ordering::Relaxed) {
                 continue;
             }
             let waiting = lock(&stream.waiting);
             let mut due = waiting.lines.due();
-            if !stream.to_python.load(Ordering::Relaxed) && !waiting.kept.is_empty() {
+            let to_python = stream.to_python.load(Ordering::Relaxed);
+            if !to_python && !waiting.kept.is_empty() {
                 due = Some(due.map_or(now + RETRY, |d| d.min(now + RETRY)));
             }
             drop(waiting);
+            paused[index] = pause(stream, &mut held[index], now);
+            if paused[index] {
+                due = Some(due.map_or(now + PAUSE, |d| d.min(now + PAUSE)));
+            }
             wake = match (wake, due) {
                 (Some(a), Some(b)) => Some(a.min(b)),
                 (a, b) => a.or(b),
@@ -351,7 +383,12 @@ fn drain(mut reads: [RawFd; 2], control: RawFd) {
             let ms = at.saturating_duration_since(now).as_millis();
             libc::c_int::try_from(ms.max(1)).unwrap_or(libc::c_int::MAX)
         });
-        let mut fds = [control, reads[0], reads[1]].map(|fd| libc::pollfd {
+        let polled = [
+            control,
+            if paused[0] { -1 } else { reads[0] },
+            if paused[1] { -1 } else { reads[1] },
+        ];
+        let mut fds = polled.map(|fd| libc::pollfd {
             fd,
             events: libc::POLLIN,
             revents: 0,
@@ -363,26 +400,44 @@ fn drain(mut reads: [RawFd; 2], control: RawFd) {
         let mut total = 0;
         loop {
             let mut more = false;
-            for (stream, read) in STREAMS.iter().zip(reads.iter_mut()) {
+            let mut waited = false;
+            let mut empty = [true; 2];
+            for (index, (stream, read)) in STREAMS.iter().zip(reads.iter_mut()).enumerate() {
                 if *read < 0 {
+                    continue;
+                }
+                // At the end, Python (with the GIL free: the thread that
+                // ends the capture waits without it) is still waited for.
+                if last {
+                    paused[index] = pause(stream, &mut held[index], Instant::now());
+                }
+                if paused[index] {
+                    more |= last;
+                    waited = true;
+                    empty[index] = false;
                     continue;
                 }
                 match read_pipe(stream, *read, &mut buffer, ROUND) {
                     Read::Empty => {}
-                    Read::More => more = true,
+                    Read::More => {
+                        more = true;
+                        empty[index] = false;
+                        total += ROUND;
+                    }
                     // Every writer closed it: nothing more will come.
                     Read::End => *read = -1,
                 }
             }
-            total += ROUND;
             let now = Instant::now();
-            for stream in &STREAMS {
+            for (stream, empty) in STREAMS.iter().zip(empty) {
                 let mut waiting = lock(&stream.waiting);
                 let Waiting { kept, lines } = &mut *waiting;
                 let mut out = |text: &[u8], rest: bool| kept.push_text_from(text, rest);
                 if last && !more {
                     lines.flush(&mut out);
-                } else {
+                } else if empty {
+                    // A line is due only once its pipe was read empty: its
+                    // end may be next in the pipe.
                     lines.flush_due(now, &mut out);
                 }
             }
@@ -399,11 +454,32 @@ fn drain(mut reads: [RawFd; 2], control: RawFd) {
             if !(last && more && total < LAST_READ_MAX) {
                 break;
             }
+            if waited {
+                std::thread::sleep(PAUSE);
+            }
         }
         if last {
             return;
         }
     }
+}
+
+/// Whether to leave `stream`'s pipe unread for now: its lines for Python
+/// fill the budget and Python keeps taking them ([`hold_reading`]).
+fn pause(stream: &Stream, held: &mut Option<(u64, Instant)>, now: Instant) -> bool {
+    let full = stream.to_python.load(Ordering::Relaxed)
+        && lock(&stream.waiting).kept.len_bytes() + ROUND + PARTIAL_MAX > BUDGET;
+    let takes = stream.takes.load(Ordering::Acquire);
+    let paused = hold_reading(full, takes, held, now, stall_wait());
+    stream.paused.store(paused, Ordering::Release);
+    paused
+}
+
+/// Whether a writer waits for Python to take captured lines: whoever
+/// takes them should not linger.
+#[inline]
+pub(crate) fn pressing() -> bool {
+    STREAMS.iter().any(|s| s.paused.load(Ordering::Acquire))
 }
 
 /// What [`read_pipe`] found.
@@ -422,8 +498,10 @@ enum Read {
 fn read_pipe(stream: &Stream, read: RawFd, buffer: &mut [u8], limit: usize) -> Read {
     let mut total = 0;
     while total < limit {
-        // SAFETY: `buffer` is valid for writes of its length.
-        let n = unsafe { libc::read(read, buffer.as_mut_ptr().cast(), buffer.len()) };
+        let size = buffer.len().min(limit - total);
+        // SAFETY: `buffer` is valid for writes of `size <= buffer.len()`
+        // bytes.
+        let n = unsafe { libc::read(read, buffer.as_mut_ptr().cast(), size) };
         if n > 0 {
             let n = n as usize;
             total += n;
@@ -547,6 +625,7 @@ pub(crate) fn hold_for_fork() -> HeldForFork {
             close_all(&state.control);
             state.control = [-1, -1];
             state.depth = 0;
+            ON.store(false, Ordering::Relaxed);
             // The thread does not exist here: its handle is not joined.
             std::mem::forget(state.thread.take());
         }

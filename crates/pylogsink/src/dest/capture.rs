@@ -46,6 +46,33 @@ pub(crate) fn captured_to(own: bool, none: bool, fileno: Option<i32>, target: i3
     }
 }
 
+/// Whether the drain thread leaves a pipe unread for now, so that its
+/// writer waits (as on any full pipe) rather than lines be left out: only
+/// while the lines waiting for Python are `full` and Python keeps taking
+/// them. `takes` counts Python's takes so far; `held` is when the pipe was
+/// last seen full with that count. Once Python has taken nothing for
+/// `patience` (the GIL held by the writer itself, say), the pipe is read
+/// again and the oldest lines are left out: a writer never waits longer.
+pub(crate) fn hold_reading(
+    full: bool,
+    takes: u64,
+    held: &mut Option<(u64, Instant)>,
+    now: Instant,
+    patience: Duration,
+) -> bool {
+    if !full {
+        *held = None;
+        return false;
+    }
+    match *held {
+        Some((seen, since)) if seen == takes => now.saturating_duration_since(since) < patience,
+        _ => {
+            *held = Some((takes, now));
+            true
+        }
+    }
+}
+
 /// Cuts drained bytes into lines. Whole lines go out at once; a line that
 /// has not ended waits here until it ends, until it is [`PARTIAL_MAX`]
 /// long, until its first byte is [`PARTIAL_WAIT`] old, or until the
@@ -167,6 +194,43 @@ mod tests {
             "would loop"
         );
         assert_eq!(captured_to(false, false, Some(2), 1), Python);
+    }
+
+    #[test]
+    fn a_full_pipe_waits_for_python_while_it_takes_and_no_longer() {
+        let now = Instant::now();
+        let patience = Duration::from_millis(100);
+        let mut held = None;
+        assert!(!hold_reading(false, 0, &mut held, now, patience));
+        assert!(hold_reading(true, 0, &mut held, now, patience));
+        let later = now + Duration::from_millis(60);
+        assert!(hold_reading(true, 0, &mut held, later, patience));
+        // Python took some: the wait starts again.
+        assert!(hold_reading(true, 1, &mut held, later, patience));
+        assert!(hold_reading(
+            true,
+            1,
+            &mut held,
+            later + Duration::from_millis(99),
+            patience
+        ));
+        // Nothing taken for the whole patience: read, and leave lines out.
+        assert!(!hold_reading(
+            true,
+            1,
+            &mut held,
+            later + patience,
+            patience
+        ));
+        assert!(!hold_reading(
+            true,
+            1,
+            &mut held,
+            later + 2 * patience,
+            patience
+        ));
+        assert!(!hold_reading(false, 1, &mut held, later, patience));
+        assert_eq!(held, None);
     }
 
     #[test]
