@@ -168,6 +168,26 @@ def test_3mb_printed_with_the_gil_held_reaches_the_original_stdout_whole() -> No
     assert got["left_out"] == 0
 
 
+RELEASED = """
+import contextlib, ctypes, io, sys, pylogsink
+libc = ctypes.CDLL(None)  # the GIL is released during each write
+data = (b"x" * 99 + b"\\n") * 10000
+buf = io.StringIO()
+with contextlib.redirect_stdout(buf), pylogsink.capture_output():
+    for _ in range(20):
+        libc.write(1, data, len(data))
+print(len(buf.getvalue()), buf.getvalue().count("[pylogsink]"), pylogsink.log_stats()["left_out"], file=sys.stderr)
+"""
+
+
+def test_20mb_written_with_the_gil_released_arrive_whole() -> None:
+    # Python keeps taking the lines: the writer waits for it, nothing is
+    # left out.
+    done = python(RELEASED, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert done.stderr.split() == [str(20 * 10000 * 100), "0", "0"]
+
+
 WURLITZER = """
 import ctypes, wurlitzer
 libc = ctypes.PyDLL(None)
