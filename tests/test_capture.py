@@ -264,6 +264,24 @@ def test_nested_captures_join_the_outer_one(capsys: pytest.CaptureFixture[str]) 
     assert capsys.readouterr().out == "inner\nouter\n"
 
 
+def test_flush_puts_native_lines_before_what_python_prints_next(capsys: pytest.CaptureFixture[str]) -> None:
+    with pylogsink.capture_output():
+        for i in range(20):
+            libc.printf(b"native %d\n", i)  # C stdio: a pipe is fully buffered
+            pylogsink.flush_output_capture()
+            print(f"python {i}")
+    expected = [f"{kind} {i}" for i in range(20) for kind in ("native", "python")]
+    assert capsys.readouterr().out.splitlines() == expected
+
+
+def test_an_inner_capture_delivers_its_lines_before_it_ends(capsys: pytest.CaptureFixture[str]) -> None:
+    with pylogsink.capture_output():
+        with pylogsink.capture_output():
+            libc.printf(b"inner\n")
+        print("after the inner capture")
+    assert capsys.readouterr().out == "inner\nafter the inner capture\n"
+
+
 def test_start_and_stop_for_notebooks(capsys: pytest.CaptureFixture[str]) -> None:
     assert pylogsink.start_output_capture() is True
     try:

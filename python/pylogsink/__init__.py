@@ -23,6 +23,7 @@ from pylogsink._build_inputs import get_cmake_dir, get_include, get_library, get
 
 from pylogsink.capture import (
     capture_output,
+    flush_output_capture,
     load_ipython_extension,
     output_capture_active,
     start_output_capture,
@@ -78,6 +79,7 @@ __all__ = [
     "execute",
     "fail",
     "fan_out",
+    "flush_output_capture",
     "get_cmake_dir",
     "get_include",
     "get_library",

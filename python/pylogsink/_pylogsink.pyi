@@ -92,6 +92,10 @@ def stop_output_capture() -> None:
     """Ends the capture (or a nested one): C stdio flushed, the descriptors
     restored, every line written before delivered."""
 
+def flush_output_capture() -> None:
+    """Delivers everything written to the captured descriptors so far (C
+    stdio flushed first) before it returns."""
+
 def output_capture_active() -> bool:
     """Whether an output capture is on."""
 

@@ -16,11 +16,17 @@ import contextlib
 import sys
 from collections.abc import Iterator
 
-from pylogsink._pylogsink import output_capture_active
+from pylogsink._pylogsink import flush_output_capture, output_capture_active
 from pylogsink._pylogsink import start_output_capture as _start
 from pylogsink._pylogsink import stop_output_capture as _stop
 
-__all__ = ["capture_output", "output_capture_active", "start_output_capture", "stop_output_capture"]
+__all__ = [
+    "capture_output",
+    "flush_output_capture",
+    "output_capture_active",
+    "start_output_capture",
+    "stop_output_capture",
+]
 
 _exit_registered = False
 
@@ -34,7 +40,8 @@ def start_output_capture(stdout: bool = True, stderr: bool = True) -> bool:
     """Begins capturing fd 1 (``stdout``) and fd 2 (``stderr``); returns False
     if a capture is on already (this one joins it and keeps its streams).
     Each ``start_output_capture`` needs its ``stop_output_capture``; what is
-    still captured at exit is delivered then."""
+    still captured at exit is delivered then. ``flush_output_capture()``
+    delivers what was written so far, before Python prints what follows."""
     global _exit_registered
     if not sys.platform.startswith("linux"):
         raise NotImplementedError("pylogsink's output capture is built and tested on Linux only")

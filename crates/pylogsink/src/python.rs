@@ -115,12 +115,13 @@ fn log_stats(py: Python<'_>) -> PyResult<Bound<'_, PyDict>> {
     Ok(dict)
 }
 
-/// Adds `start_output_capture`, `stop_output_capture` and
-/// `output_capture_active` to the module: while a capture is on, what
-/// native code writes to fd 1 and fd 2 (C's `printf`, `std::cout`,
-/// `fprintf(stderr)`) goes through pipes that a native thread drains, and
-/// on to `sys.stdout` / `sys.stderr` where Python replaced them (pytest's
-/// capture, a notebook's cell), else to the original descriptors. One
+/// Adds `start_output_capture`, `stop_output_capture`,
+/// `flush_output_capture` and `output_capture_active` to the module: while
+/// a capture is on, what native code writes to fd 1 and fd 2 (C's
+/// `printf`, `std::cout`, `fprintf(stderr)`) goes through pipes that a
+/// native thread drains, and on to `sys.stdout` / `sys.stderr` where
+/// Python replaced them (pytest's capture, a notebook's cell), else to the
+/// original descriptors. One
 /// capture per process: add these to one module only (the `pylogsink`
 /// package has them, with the `capture_output()` context manager).
 ///
@@ -133,12 +134,16 @@ fn log_stats(py: Python<'_>) -> PyResult<Bound<'_, PyDict>> {
 /// def stop_output_capture() -> None:
 ///     """Ends the capture (or a nested one): C stdio flushed, the
 ///     descriptors restored, every line written before delivered."""
+/// def flush_output_capture() -> None:
+///     """Delivers everything written to the captured descriptors so far
+///     before it returns."""
 /// def output_capture_active() -> bool:
 ///     """Whether a capture is on."""
 /// ```
 pub fn add_capture_functions(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(start_output_capture, m)?)?;
     m.add_function(wrap_pyfunction!(stop_output_capture, m)?)?;
+    m.add_function(wrap_pyfunction!(flush_output_capture, m)?)?;
     m.add_function(wrap_pyfunction!(output_capture_active, m)?)
 }
 
@@ -156,6 +161,14 @@ fn start_output_capture(py: Python<'_>, stdout: bool, stderr: bool) -> PyResult<
 #[pyfunction]
 fn stop_output_capture(py: Python<'_>) -> PyResult<()> {
     capture::stop(py)
+}
+
+/// Delivers everything written to the captured descriptors so far (C
+/// stdio flushed first) before it returns, so that what Python prints next
+/// comes after it. Does nothing without a capture.
+#[pyfunction]
+fn flush_output_capture(py: Python<'_>) {
+    capture::flush(py)
 }
 
 /// Whether an output capture is on.

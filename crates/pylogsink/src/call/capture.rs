@@ -125,6 +125,14 @@ pub(crate) fn stop(py: Python<'_>) -> PyResult<()> {
     Ok(())
 }
 
+/// Delivers everything written to the captured descriptors so far, C
+/// stdio's buffers included, before it returns: what Python writes next
+/// comes after it.
+pub(crate) fn flush(py: Python<'_>) {
+    py.detach(capture::sync);
+    deliver(py);
+}
+
 /// Whether a capture is on.
 pub(crate) fn active() -> bool {
     capture::active()

@@ -39,7 +39,7 @@ use crate::record::{lock, HeldForFork};
 use std::io;
 use std::os::fd::RawFd;
 use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU64, Ordering};
-use std::sync::Mutex;
+use std::sync::{Condvar, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
@@ -275,6 +275,9 @@ pub(crate) fn stop() -> bool {
         1 => {}
         _ => {
             state.depth -= 1;
+            drop(state);
+            // The inner capture's lines before its end.
+            sync();
             return false;
         }
     }
@@ -396,7 +399,13 @@ fn drain(mut reads: [RawFd; 2], control: RawFd) {
         // SAFETY: `fds` is an array of three initialized pollfd; negative
         // descriptors are ignored by poll.
         unsafe { libc::poll(fds.as_mut_ptr(), 3, timeout) };
-        let last = fds[0].revents != 0;
+        let (last, sync) = if fds[0].revents != 0 {
+            asked(control)
+        } else {
+            (false, false)
+        };
+        // Read everything written so far: at the end, or for a sync.
+        let finish = last || sync;
         let mut total = 0;
         loop {
             let mut more = false;
@@ -408,11 +417,11 @@ fn drain(mut reads: [RawFd; 2], control: RawFd) {
                 }
                 // At the end, Python (with the GIL free: the thread that
                 // ends the capture waits without it) is still waited for.
-                if last {
+                if finish {
                     paused[index] = pause(stream, &mut held[index], Instant::now());
                 }
                 if paused[index] {
-                    more |= last;
+                    more |= finish;
                     waited = true;
                     empty[index] = false;
                     continue;
@@ -433,7 +442,7 @@ fn drain(mut reads: [RawFd; 2], control: RawFd) {
                 let mut waiting = lock(&stream.waiting);
                 let Waiting { kept, lines } = &mut *waiting;
                 let mut out = |text: &[u8], rest: bool| kept.push_text_from(text, rest);
-                if last && !more {
+                if finish && !more {
                     lines.flush(&mut out);
                 } else if empty {
                     // A line is due only once its pipe was read empty: its
@@ -451,16 +460,69 @@ fn drain(mut reads: [RawFd; 2], control: RawFd) {
             }
             // At the end, everything written before the descriptors were
             // restored is read, however many rounds it takes.
-            if !(last && more && total < LAST_READ_MAX) {
+            if !(finish && more && total < LAST_READ_MAX) {
                 break;
             }
             if waited {
                 std::thread::sleep(PAUSE);
             }
         }
+        if finish {
+            let mut synced = lock(&SYNCED);
+            *synced += 1;
+            drop(synced);
+            SYNC_DONE.notify_all();
+        }
         if last {
             return;
         }
+    }
+}
+
+/// What the control pipe asks: (end, sync). An end that comes with a sync
+/// answers both.
+fn asked(control: RawFd) -> (bool, bool) {
+    let mut asks = [0u8; 64];
+    // SAFETY: `asks` is valid for writes of its length; `control` is the
+    // non-blocking read end of the control pipe.
+    let n = unsafe { libc::read(control, asks.as_mut_ptr().cast(), asks.len()) };
+    let asks = &asks[..n.max(0) as usize];
+    (asks.contains(&b'q'), asks.contains(&b's'))
+}
+
+/// How many times the drain thread read everything written before it was
+/// asked (a sync, or the end of a capture).
+static SYNCED: Mutex<u64> = Mutex::new(0);
+static SYNC_DONE: Condvar = Condvar::new();
+
+/// Waits (at most 1 s) until the drain thread has read everything written
+/// to the captured descriptors so far (C stdio flushed first) and passed
+/// it on; what goes to Python then waits for [`take_for_python`]. Does
+/// nothing without a capture.
+pub(crate) fn sync() {
+    // SAFETY: as in `start`.
+    unsafe { libc::fflush(std::ptr::null_mut()) };
+    let before = *lock(&SYNCED);
+    {
+        let state = lock(&STATE);
+        if state.depth == 0 || state.control[1] < 0 {
+            return;
+        }
+        // SAFETY: a one-byte write to the control pipe's write end, which
+        // stays open while the lock is held.
+        unsafe { libc::write(state.control[1], b"s".as_ptr().cast(), 1) };
+    }
+    let deadline = Instant::now() + Duration::from_secs(1);
+    let mut synced = lock(&SYNCED);
+    while *synced == before {
+        let left = deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return;
+        }
+        synced = SYNC_DONE
+            .wait_timeout(synced, left)
+            .unwrap_or_else(|e| e.into_inner())
+            .0;
     }
 }
 
