@@ -86,7 +86,7 @@ pub(crate) fn start(py: Python<'_>, stdout: bool, stderr: bool) -> PyResult<bool
             streams[index] = Some(stream.unbind());
         }
     }
-    let fresh = !capture::active();
+    let fresh = !capture::is_on();
     if fresh {
         let before = std::mem::replace(&mut *lock(&STREAMS), streams);
         drop(before);
@@ -135,7 +135,7 @@ pub(crate) fn flush(py: Python<'_>) {
 
 /// Whether a capture is on.
 pub(crate) fn active() -> bool {
-    capture::active()
+    capture::is_on()
 }
 
 /// Writes the captured lines that wait for Python to their streams; where

@@ -305,16 +305,12 @@ pub(crate) fn stop() -> bool {
     true
 }
 
-/// Whether a capture is on.
-pub(crate) fn active() -> bool {
-    lock(&STATE).depth > 0
-}
-
-/// Whether a capture is on, as last set: one atomic load, for pylogsink's
-/// Python thread.
+/// Whether a capture is on: set and cleared under [`STATE`]'s lock, read
+/// without it (a thread that holds the GIL must not wait for a capture
+/// that is ending).
 static ON: AtomicBool = AtomicBool::new(false);
 
-/// [`active`] without the lock (it may lag by a moment).
+/// Whether a capture is on.
 #[inline]
 pub(crate) fn is_on() -> bool {
     ON.load(Ordering::Relaxed)
