@@ -188,6 +188,37 @@ def test_20mb_written_with_the_gil_released_arrive_whole() -> None:
     assert done.stderr.split() == [str(20 * 10000 * 100), "0", "0"]
 
 
+STALLED = """
+import os, time, pylogsink
+start = time.monotonic()
+with pylogsink.capture_output(stderr=False):
+    for _ in range(30):
+        os.write(1, (b"s" * 99 + b"\\n") * 1000)
+os.write(2, b"took %f\\n" % (time.monotonic() - start))
+os._exit(0)
+"""
+
+
+def test_an_original_stdout_nobody_reads_costs_lines_not_a_hang() -> None:
+    # The child's stdout is a pipe that nobody reads until it exits: the
+    # drain thread waits for room at most the stall wait each time, so the
+    # writer and the end of the capture go on.
+    child = subprocess.Popen(
+        [sys.executable, "-c", STALLED], stdout=subprocess.PIPE, stderr=subprocess.PIPE
+    )
+    try:
+        assert child.wait(timeout=30) == 0
+        assert child.stderr is not None and child.stdout is not None
+        took = float(child.stderr.read().split()[1])
+        assert took < 10
+        out = child.stdout.read()
+        assert 0 < len(out) < 3_000_000
+        assert set(out.splitlines()) <= {b"s" * 99}
+    finally:
+        child.kill()
+        child.wait()
+
+
 WURLITZER = """
 import ctypes, wurlitzer
 libc = ctypes.PyDLL(None)

@@ -403,6 +403,7 @@ fn drain(mut reads: [RawFd; 2], control: RawFd) {
         // Read everything written so far: at the end, or for a sync.
         let finish = last || sync;
         let mut total = 0;
+        let mut stalled = [false; 2];
         loop {
             let mut more = false;
             let mut waited = false;
@@ -451,8 +452,15 @@ fn drain(mut reads: [RawFd; 2], control: RawFd) {
             // pylogsink's own lines do; one that stalls for longer costs
             // lines (counted in a note) rather than block the writers, since
             // the pipes are read again in between.
-            for stream in &STREAMS {
-                pass_on(stream, stall_wait());
+            // At the end, an original descriptor that found no room once
+            // is not waited for again: the end comes in bounded time.
+            for (stream, stalled) in STREAMS.iter().zip(stalled.iter_mut()) {
+                let wait = if *stalled {
+                    Duration::ZERO
+                } else {
+                    stall_wait()
+                };
+                *stalled |= !pass_on(stream, wait) && finish;
             }
             // At the end, everything written before the descriptors were
             // restored is read, however many rounds it takes.
@@ -584,27 +592,30 @@ fn read_pipe(stream: &Stream, read: RawFd, buffer: &mut [u8], limit: usize) -> R
 /// Passes on what waits in `stream`: tells pylogsink's Python thread, or
 /// writes it to the original descriptor, each piece waiting for room at
 /// most `wait`; what finds none waits for the next try.
-fn pass_on(stream: &Stream, wait: Duration) {
+/// False if lines for an original descriptor found no room.
+fn pass_on(stream: &Stream, wait: Duration) -> bool {
     if stream.to_python.load(Ordering::Relaxed) {
         if !lock(&stream.waiting).kept.is_empty() {
             stream.pending.store(true, Ordering::Release);
             wake_for_calls();
         }
-        return;
+        return true;
     }
     let saved = stream.saved.load(Ordering::Relaxed);
     if saved < 0 {
-        return;
+        return true;
     }
     let taken = lock(&stream.waiting).kept.take();
     if taken.text.is_empty() {
-        return;
+        return true;
     }
     let written = fd::write_with_room(saved, &taken.text, wait);
     if written >= taken.note_len {
         count_noted(&taken);
     }
+    let all = written == taken.text.len();
     lock(&stream.waiting).kept.put_back(taken, written);
+    all
 }
 
 /// Hands each stream's waiting lines to `text` with the descriptor they go
