@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Builds what the benchmark needs into a virtualenv (VENV, by default .venv
-# at the repo root; made if missing): maturin and matplotlib, the pylogsink
+# at the repo root; made if missing): maturin, matplotlib and wurlitzer
+# (the rival of the output capture figure), the pylogsink
 # package (a release wheel, built into bench/target/dist), and the
 # benchmark's own native module `pylogsink_bench` (bench/Cargo.toml, its own
 # Cargo project with its own target dir, bench/target).
@@ -18,7 +19,7 @@ venv=${VENV:-.venv}
 py=$venv/bin/python
 pip() { "$py" -m pip install -q --disable-pip-version-check "$@"; }
 
-pip "maturin>=1.8,<2" matplotlib
+pip "maturin>=1.8,<2" matplotlib wurlitzer
 
 echo "== pylogsink (the package, with its C library, which its build makes)"
 "$py" -m maturin build --release -q -o bench/target/dist

@@ -152,6 +152,14 @@ Why each measurement exists:
    records per run (`BUDGET`), which is fair as the figure is per record.
    Target: pylogsink <= 200 ns per record (median of rounds), each way;
    pyo3-log's ns per record and the ratio beside it.
+15. output capture: what C code writes to fd 2 (1 MB `write(2)`s through
+   ctypes, which releases the GIL), captured into an `io.StringIO` by
+   `pylogsink.capture_output()` (under `redirect_stderr`) and by
+   `wurlitzer.pipes()`, side by side in one child, interleaved over rounds;
+   each run checks that every byte arrived. Bytes per second, median of
+   rounds, and the ratio. Then the latency from a 100-byte `os.write(2)`
+   (one every 5 ms) to the StringIO's `write` getting it: median, p99.
+   Targets: at least wurlitzer's bytes per second; p99 <= 50 ms.
 
 Every measurement but (9) runs with the filter "info", so that each of its
 Info records is logged; (9) changes the filter and puts "info" back. (10),
@@ -190,6 +198,7 @@ BUDGET = {
     "filter": {"rounds": (5, 11), "n": (40_000, 200_000), "dropped_n": (1_000_000, 5_000_000)},
     "logging": {"rounds": (3, 9), "n": (20_000, 60_000), "per_call": 400, "dropped_n": (1_000_000, 3_000_000)},
     "live": {"count": (100, 400)},
+    "capture": {"rounds": (3, 9), "mb": (8, 32), "lines": (100, 400)},
     # pyo3-log waits for the GIL at every record (about the switch
     # interval, 5 ms): it logs fewer records per round.
     "gil_busy": {"rounds": (5, 11), "n": 5_000, "pyo3_log_n": (20, 200)},
@@ -631,6 +640,64 @@ def child_live(p, b):
     return {"ms": latency}
 
 
+def child_capture(p, b):
+    """(15): bytes per second through pylogsink.capture_output() and through
+    wurlitzer.pipes() into a StringIO, interleaved; then the latency of a
+    captured line."""
+    import contextlib
+    import ctypes
+    import io
+
+    import pylogsink
+    import wurlitzer
+
+    libc = ctypes.CDLL(None)  # releases the GIL around each write
+    data = (b"c" * 99 + b"\n") * 10_000  # 1 MB per write
+    total = len(data) * p["mb"]
+
+    def through(kind):
+        out = io.StringIO()
+        start = time.perf_counter()
+        if kind == "pylogsink":
+            with contextlib.redirect_stderr(out), pylogsink.capture_output(stdout=False):
+                for _ in range(p["mb"]):
+                    libc.write(2, data, len(data))
+        else:
+            with wurlitzer.pipes(stdout=None, stderr=out):
+                for _ in range(p["mb"]):
+                    libc.write(2, data, len(data))
+        took = time.perf_counter() - start
+        if len(out.getvalue()) != total:
+            raise AssertionError(f"{kind}: {len(out.getvalue())} of {total} bytes")
+        return total / took
+
+    rates = interleaved(p["rounds"], {"pylogsink": lambda: through("pylogsink"), "wurlitzer": lambda: through("wurlitzer")})
+
+    class Probe(io.StringIO):
+        def __init__(self):
+            super().__init__()
+            self.seen = {}
+
+        def write(self, text):
+            now = time.perf_counter()
+            for line in text.splitlines():
+                if line.startswith("probe "):
+                    self.seen[int(line.split()[1])] = now
+            return super().write(text)
+
+    probe = Probe()
+    sent = {}
+    with contextlib.redirect_stderr(probe), pylogsink.capture_output(stdout=False):
+        for i in range(p["lines"]):
+            sent[i] = time.perf_counter()
+            os.write(2, b"probe %d %s\n" % (i, b"p" * 80))
+            time.sleep(0.005)
+    if len(probe.seen) != p["lines"]:
+        raise AssertionError(f"latency: {len(probe.seen)} of {p['lines']} lines")
+    ms = [(probe.seen[i] - sent[i]) * 1e3 for i in range(p["lines"])]
+    return {"bytes_per_s": rates, "ms": ms, "bytes": total}
+
+
 def child_threads(p, b):
     return {"ns": b.threads_lines(p["threads"], p["n"], p["size"], p["sink"])}
 
@@ -764,7 +831,7 @@ def machine():
 # The measurements, by the key of their figures, for --only.
 SECTIONS = (
     "direct", "tracing", "peers", "kept", "overhead", "sinks", "threads", "memory", "filter", "logging", "live",
-    "gil_busy", "instructions",
+    "gil_busy", "capture", "instructions",
 )
 
 
@@ -970,6 +1037,19 @@ def measure(quick, say, only=None):
         fig["gil_busy"] = g
         target("GIL busy: pylogsink outside a call, ns", g["ns"]["outside"], "<=", 200, "ns")
         target("GIL busy: pylogsink in a call, ns", g["ns"]["in_call"], "<=", 200, "ns")
+
+    if want("capture"):
+        say("output capture against wurlitzer")
+        p = pick(BUDGET["capture"], quick)
+        c = run_child({"task": "capture", **p}, "null")
+        rates = c["bytes_per_s"]
+        c["rate"] = {name: statistics.median(v) for name, v in rates.items()}
+        c["ratio"] = median_ratio(rates["pylogsink"], rates["wurlitzer"])
+        c["median_ms"] = statistics.median(c["ms"])
+        c["p99_ms"] = sorted(c["ms"])[int(len(c["ms"]) * 0.99) - 1]
+        fig["capture"] = c
+        target("capture: bytes/s, pylogsink / wurlitzer", c["ratio"], ">=", 1, "x")
+        target("capture: write to StringIO p99, ms", c["p99_ms"], "<=", 50, "ms")
 
     if want("instructions") and not quick and shutil.which("valgrind"):
         say("instructions per line (callgrind)")
@@ -1227,6 +1307,16 @@ def report(m, fig, targets, quick):
             f"  pyo3-log, a native thread: {g['ns']['pyo3-log']:,.0f} ({low['pyo3-log']:,.0f}), "
             f"{g['n']['pyo3-log']:,} records per run (each waits for the GIL)",
             f"  pyo3-log / pylogsink: {g['ratio_outside']:,.0f}x outside a call, {g['ratio_in_call']:,.0f}x in a call",
+        ]
+    if "capture" in fig:
+        c = fig["capture"]
+        lines += [
+            "",
+            f"15. output capture: {c['bytes'] / 1e6:.0f} MB written to fd 2 in 1 MB writes (GIL released), into a StringIO",
+            f"  pylogsink.capture_output(): {c['rate']['pylogsink'] / 1e6:,.0f} MB/s; "
+            f"wurlitzer.pipes(): {c['rate']['wurlitzer'] / 1e6:,.0f} MB/s; ratio {c['ratio']:.2f}x",
+            f"  a 100-byte write(2) to the StringIO: median {c['median_ms']:.1f} ms, p99 {c['p99_ms']:.1f} ms, "
+            f"max {max(c['ms']):.1f} ms ({len(c['ms'])} lines)",
         ]
     lines += ["", "Targets (SPEC)", f"  {'figure':<44}{'measured':>12}  {'target':<13} met"]
     for t in targets:

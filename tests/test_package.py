@@ -66,7 +66,8 @@ def test_stub_matches_the_native_module() -> None:
     assert stub == runtime
     # Everything the package exports is typed: the native functions through
     # the stub, the rest in Python.
-    assert set(pylogsink.__all__) <= set(stub) | {"get_cmake_dir", "get_include", "get_library", "get_link_args"}
+    typed_in_python = {"get_cmake_dir", "get_include", "get_library", "get_link_args", "capture_output"}
+    assert set(pylogsink.__all__) <= set(stub) | typed_in_python
 
 
 def test_python_m_pylogsink_runs_the_demo() -> None:

@@ -6,6 +6,12 @@ holds its demo runtime, ``pylogsink._pylogsink``: a small native runtime that
 logs through pylogsink or through a naive sink, so that the scenarios
 pylogsink exists for can be run for real (``python -m pylogsink``).
 
+``capture_output()`` (and ``start_output_capture`` /
+``stop_output_capture``) carries what any native library writes to fd 1 and
+fd 2 (``printf``, ``std::cout``) into ``sys.stdout`` / ``sys.stderr``: pytest's
+capture, a notebook's cell, ``redirect_stdout``. ``%load_ext pylogsink``
+captures every cell of an IPython session.
+
 C and C++ extensions build against the C ABI the package ships:
 ``get_include()``, ``get_library()``, ``get_link_args()`` and
 ``get_cmake_dir()``.
@@ -15,6 +21,15 @@ from importlib.metadata import version as _version
 
 from pylogsink._build_inputs import get_cmake_dir, get_include, get_library, get_link_args
 
+from pylogsink.capture import (
+    capture_output,
+    flush_output_capture,
+    load_ipython_extension,
+    output_capture_active,
+    start_output_capture,
+    stop_output_capture,
+    unload_ipython_extension,
+)
 from pylogsink._pylogsink import (
     BackgroundLogger,
     abort_with_fatal,
@@ -28,6 +43,7 @@ from pylogsink._pylogsink import (
     load_method_detached,
     load_program,
     log_destination,
+    log_and_printf,
     log_filter,
     log_lines,
     log_raw,
@@ -58,10 +74,12 @@ __all__ = [
     "BackgroundLogger",
     "abort_with_fatal",
     "backslashreplace",
+    "capture_output",
     "crash",
     "execute",
     "fail",
     "fan_out",
+    "flush_output_capture",
     "get_cmake_dir",
     "get_include",
     "get_library",
@@ -71,6 +89,7 @@ __all__ = [
     "load_method_detached",
     "load_program",
     "log_destination",
+    "log_and_printf",
     "log_filter",
     "log_lines",
     "log_raw",
@@ -80,6 +99,7 @@ __all__ = [
     "log_then_hang",
     "log_until_interrupted",
     "noop",
+    "output_capture_active",
     "noop_in_call",
     "outlive_call",
     "panic_after_logging",
@@ -89,6 +109,8 @@ __all__ = [
     "set_stall_wait",
     "sink",
     "start_background_logger",
+    "start_output_capture",
     "stderr_check",
+    "stop_output_capture",
     "with_callback",
 ]

@@ -80,6 +80,25 @@ def panic_after_logging() -> None:
 def backslashreplace(data: bytes) -> str:
     """pylogsink's decoding, equal to data.decode("utf-8", "backslashreplace")."""
 
+def log_and_printf(text: str) -> None:
+    """Logs "logged: TEXT" (Info) through the sink in use and prints
+    "printed: TEXT" with C's printf to stdout, flushed, in one call."""
+
+def start_output_capture(stdout: bool = True, stderr: bool = True) -> bool:
+    """Points fd 1 and/or fd 2 at pipes drained by a native thread; False if
+    a capture was on already (this one joins it)."""
+
+def stop_output_capture() -> None:
+    """Ends the capture (or a nested one): C stdio flushed, the descriptors
+    restored, every line written before delivered."""
+
+def flush_output_capture() -> None:
+    """Delivers everything written to the captured descriptors so far (C
+    stdio flushed first) before it returns."""
+
+def output_capture_active() -> bool:
+    """Whether an output capture is on."""
+
 def noop() -> None:
     """Does nothing: the cost of a bare binding call."""
 

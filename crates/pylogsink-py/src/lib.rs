@@ -11,7 +11,7 @@ use pyo3::prelude::*;
 
 /// The module's initializer: installs pylogsink for the `log` crate, with
 /// Info as the default level (the scenarios log Info lines), and adds the
-/// filter controls. `PYLOGSINK_DEMO_CRASH_HANDLER=off` leaves the crash
+/// filter controls and the output capture. `PYLOGSINK_DEMO_CRASH_HANDLER=off` leaves the crash
 /// handler out, to show what a crash loses without it;
 /// `PYLOGSINK_DEMO_LOGGING_BUDGET=RECORDS,BYTES` sets the builder's
 /// `logging_budget`.
@@ -36,5 +36,6 @@ fn _pylogsink(m: &Bound<'_, PyModule>) -> PyResult<()> {
         .init()
         .map_err(|e| PyRuntimeError::new_err(e.to_string()))?;
     pylogsink::python::add_functions(m)?;
+    pylogsink::python::add_capture_functions(m)?;
     runtime::register(m)
 }

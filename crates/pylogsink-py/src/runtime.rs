@@ -535,7 +535,27 @@ fn set_stall_wait(seconds: f64) -> PyResult<()> {
     Ok(())
 }
 
+/// Logs "logged: TEXT" (Info) through the sink in use and prints
+/// "printed: TEXT" with C's `printf` to stdout, flushed, in one call: a
+/// runtime's log lines and its plain output side by side.
+#[pyfunction]
+fn log_and_printf(py: Python<'_>, text: &str) -> PyResult<()> {
+    let printed = std::ffi::CString::new(format!("printed: {text}\n"))
+        .map_err(|e| PyValueError::new_err(e.to_string()))?;
+    pylogsink::call(py, || {
+        rt_log!(Level::Info, "logged: {text}");
+        // SAFETY: a "%s" format with one NUL-terminated string that lives
+        // across the call; fflush(NULL) takes no pointer of ours.
+        unsafe {
+            libc::printf(c"%s".as_ptr(), printed.as_ptr());
+            libc::fflush(std::ptr::null_mut());
+        }
+        Ok(())
+    })
+}
+
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(log_and_printf, m)?)?;
     m.add_function(wrap_pyfunction!(set_sink, m)?)?;
     m.add_function(wrap_pyfunction!(stderr_check, m)?)?;
     m.add_function(wrap_pyfunction!(sink, m)?)?;

@@ -4,7 +4,7 @@
 //! [`add_functions`] puts the filter and the counts within their reach, as
 //! functions of the extension's own module.
 
-use crate::call::logging;
+use crate::call::{capture, logging};
 use crate::control::{destination, filter, reset_filter, set_destination, set_filter, Destination};
 use crate::core::stats;
 use crate::record::Level;
@@ -116,4 +116,66 @@ fn log_stats(py: Python<'_>) -> PyResult<Bound<'_, PyDict>> {
     dict.set_item("left_out", s.left_out)?;
     dict.set_item("failed_bytes", s.failed_bytes)?;
     Ok(dict)
+}
+
+/// Adds `start_output_capture`, `stop_output_capture`,
+/// `flush_output_capture` and `output_capture_active` to the module: while
+/// a capture is on, what native code writes to fd 1 and fd 2 (C's
+/// `printf`, `std::cout`, `fprintf(stderr)`) goes through pipes that a
+/// native thread drains, and on to `sys.stdout` / `sys.stderr` where
+/// Python replaced them (pytest's capture, a notebook's cell), else to the
+/// original descriptors. One
+/// capture per process: add these to one module only (the `pylogsink`
+/// package has them, with the `capture_output()` context manager).
+///
+/// Their stubs:
+///
+/// ```python
+/// def start_output_capture(stdout: bool = True, stderr: bool = True) -> bool:
+///     """Points fd 1 and/or fd 2 at pipes drained by a native thread;
+///     False if a capture was on already (this one joins it)."""
+/// def stop_output_capture() -> None:
+///     """Ends the capture (or a nested one): C stdio flushed, the
+///     descriptors restored, every line written before delivered."""
+/// def flush_output_capture() -> None:
+///     """Delivers everything written to the captured descriptors so far
+///     before it returns."""
+/// def output_capture_active() -> bool:
+///     """Whether a capture is on."""
+/// ```
+pub fn add_capture_functions(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(start_output_capture, m)?)?;
+    m.add_function(wrap_pyfunction!(stop_output_capture, m)?)?;
+    m.add_function(wrap_pyfunction!(flush_output_capture, m)?)?;
+    m.add_function(wrap_pyfunction!(output_capture_active, m)?)
+}
+
+/// Points fd 1 (`stdout`) and/or fd 2 (`stderr`) at pipes that a native
+/// thread drains; False if a capture was on already (this one joins it).
+#[pyfunction]
+#[pyo3(signature = (stdout = true, stderr = true))]
+fn start_output_capture(py: Python<'_>, stdout: bool, stderr: bool) -> PyResult<bool> {
+    logging::start(py)?;
+    capture::start(py, stdout, stderr)
+}
+
+/// Ends the capture (or a nested one): C stdio flushed, fd 1 and fd 2
+/// pointed back at what they were, every line written before delivered.
+#[pyfunction]
+fn stop_output_capture(py: Python<'_>) -> PyResult<()> {
+    capture::stop(py)
+}
+
+/// Delivers everything written to the captured descriptors so far (C
+/// stdio flushed first) before it returns, so that what Python prints next
+/// comes after it. Does nothing without a capture.
+#[pyfunction]
+fn flush_output_capture(py: Python<'_>) {
+    capture::flush(py)
+}
+
+/// Whether an output capture is on.
+#[pyfunction]
+fn output_capture_active() -> bool {
+    capture::active()
 }

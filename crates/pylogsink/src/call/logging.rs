@@ -26,6 +26,9 @@ use super::interrupt::is_interrupt;
 use super::live;
 use super::stderr::stderr_is_own;
 use crate::control::{self, pylevels};
+use crate::core::capture::{
+    is_on as capture_on, pending_for_python as capture_pending, pressing as capture_pressing,
+};
 use crate::core::fork;
 use crate::core::live as core_live;
 use crate::core::queue::{for_stream_pending, queue_pending_as_text, stderr_seen};
@@ -650,19 +653,36 @@ fn ask_stderr(py: Python<'_>) {
 const GATHER: Duration = Duration::from_millis(10);
 
 /// Hands what waits for Python in calls in progress (see
-/// [`crate::core::live`]), and the lines logged outside any call for a
-/// replaced `sys.stderr`, as long as some wait.
+/// [`crate::core::live`]), the lines logged outside any call for a
+/// replaced `sys.stderr`, and the lines an output capture drained for a
+/// replaced `sys.stdout` / `sys.stderr`, as long as some wait.
 fn deliver_live(py: Python<'_>) {
     loop {
         let waiting = py.detach(|| {
             queue::take_in_calls();
-            std::thread::sleep(GATHER);
-            core_live::calls_have_records() || for_stream_pending() || hand_over::waiting()
+            // A writer that waits for captured output to be taken is not
+            // kept waiting for the gathering.
+            let gathered = Instant::now() + GATHER;
+            if !capture_on() {
+                std::thread::sleep(GATHER);
+            }
+            while !capture_pressing() {
+                let left = gathered.saturating_duration_since(Instant::now());
+                if left.is_zero() {
+                    break;
+                }
+                std::thread::sleep(left.min(Duration::from_millis(1)));
+            }
+            core_live::calls_have_records()
+                || for_stream_pending()
+                || hand_over::waiting()
+                || capture_pending()
         });
         if !waiting || STOP.load(Ordering::Acquire) {
             return;
         }
         live::write_outside_lines(py);
+        super::capture::deliver(py);
         for handed in hand_over::take() {
             deliver_handed(py, handed, Until::Stopped);
         }

@@ -17,6 +17,7 @@
 //! a note). Records for `logging` are formatted into a buffer allocated
 //! when the handler is installed.
 
+use super::capture::write_rest_at_crash;
 use super::registry::visit_waiting;
 use super::stats::count_left_out;
 use crate::control::stall_wait;
@@ -165,6 +166,8 @@ fn write_waiting() {
             pending.records().for_each(|r| record(fd, r));
         },
     );
+    // What an output capture had not yet read into lines.
+    write_rest_at_crash(&mut |fd, text| write(fd, text));
     if busy + skipped > 0 {
         let mut note = Note::new();
         note.push(b"[pylogsink] crashed: ");

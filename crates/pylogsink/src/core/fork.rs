@@ -20,7 +20,7 @@
 
 use super::shared::hold_for_fork as hold_call;
 use super::thread::THREAD;
-use super::{queue, registry};
+use super::{capture, queue, registry};
 use crate::control::{filter, pylevels};
 use crate::dest::{fd, pending};
 use crate::record::HeldForFork;
@@ -43,14 +43,19 @@ pub(crate) fn install() {
     });
 }
 
-/// Before the fork: takes every lock, the forking thread's own call first
-/// (a worker may hold it), then the process-wide ones. No code of
-/// pylogsink takes one of these while it holds another, so the order
-/// cannot deadlock.
+/// Before the fork: takes every lock, the output capture's first, then the
+/// forking thread's own call (a worker may hold it), then the process-wide
+/// ones. No code of pylogsink takes one of these while it holds another,
+/// but for the capture's, held while its drain thread ends (and that
+/// thread takes only the ones after it), so the order cannot deadlock.
 extern "C" fn prepare() {
     let _ = std::panic::catch_unwind(|| {
         let own = THREAD.try_with(|t| Arc::clone(&t.shared)).ok();
         let mut held = Vec::new();
+        // The output capture's first: a capture that is ending holds its
+        // lock while its drain thread finishes, which may take the others
+        // (fd 2's twin descriptor, the delivery thread's wake-up).
+        held.push(capture::hold_for_fork());
         if let Some(own) = &own {
             held.push(hold_call(Arc::clone(own)));
         }

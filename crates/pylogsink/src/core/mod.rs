@@ -9,6 +9,7 @@
 //! not known here: the Python edge (`call`) reads and writes this state
 //! with the GIL held.
 
+pub(crate) mod capture;
 pub(crate) mod crash;
 pub(crate) mod emit;
 pub(crate) mod errors;

@@ -8,9 +8,9 @@
 //! signal handler only tries the locks: a thread frozen while it held one
 //! is skipped rather than hang the exit.
 
-use super::queue;
 use super::shared::Shared;
 use super::stats::EMITTED_ELSEWHERE;
+use super::{capture, queue};
 use crate::dest::pending::{self, Batch, Pending};
 use crate::dest::Kept;
 use crate::record::{lock, HeldForFork};
@@ -117,7 +117,7 @@ pub(crate) fn visit_waiting(
     let mut busy = pending::queue::visit(&mut |p| records(-1, p));
     busy += queue::visit(&mut |lines| text(-1, lines));
     let Ok(registry) = REGISTRY.try_lock() else {
-        return busy + 1;
+        return busy + 1 + capture::visit(text);
     };
     for weak in registry.iter() {
         let Some(shared) = weak.upgrade() else {
@@ -135,7 +135,8 @@ pub(crate) fn visit_waiting(
         // Dropping what may be the last reference would free memory.
         std::mem::forget(shared);
     }
-    busy
+    // Output captured from fd 1 and fd 2, to the original descriptors.
+    busy + capture::visit(text)
 }
 
 /// The C `atexit` hook, after Python has finalized. It does not wait for

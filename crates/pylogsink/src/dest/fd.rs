@@ -31,15 +31,29 @@ use std::time::{Duration, Instant};
 /// The process's standard error.
 pub(crate) const STDERR: RawFd = 2;
 
-/// Where pylogsink's lines go: fd 2; in unit tests, a pipe or file of the
-/// test's own ([`redirect_for_test`]), so that routing can be checked
-/// without Python and without touching the test runner's own fd 2.
+/// Where pylogsink's lines go: fd 2, or, while an output capture has
+/// pointed fd 2 at its pipe ([`crate::core::capture`]), the copy it made
+/// of what fd 2 was before, so that pylogsink's own lines never go round
+/// through the capture; in unit tests, a pipe or file of the test's own
+/// ([`redirect_for_test`]), so that routing can be checked without Python
+/// and without touching the test runner's own fd 2.
 #[inline(always)]
 pub(crate) fn stderr() -> RawFd {
     #[cfg(test)]
     return TEST_TARGET.load(Ordering::Relaxed);
     #[cfg(not(test))]
-    STDERR
+    TARGET.load(Ordering::Relaxed)
+}
+
+/// See [`stderr`]: fd 2, or the capture's copy of the original.
+#[cfg_attr(test, allow(dead_code))]
+static TARGET: AtomicI32 = AtomicI32::new(STDERR);
+
+/// Points pylogsink's lines at `fd`, a descriptor that stays open for
+/// the rest of the process (a late writer may still use it), or back at
+/// fd 2 ([`STDERR`]).
+pub(crate) fn set_stderr_target(fd: RawFd) {
+    TARGET.store(fd, Ordering::Relaxed);
 }
 
 #[cfg(test)]

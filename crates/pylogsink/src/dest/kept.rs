@@ -102,7 +102,6 @@ impl Kept {
     }
 
     /// Whether nothing waits here: no line and no note.
-    #[cfg(test)]
     pub(crate) fn is_empty(&self) -> bool {
         self.lines.is_empty() && self.left_out_bytes == 0 && self.cut_lines == 0
     }
@@ -145,7 +144,10 @@ impl Kept {
         }
     }
 
-    fn push_text_from(&mut self, text: &[u8], first_is_rest: bool) {
+    /// Adds text that may hold several lines, each kept (and left out) on
+    /// its own; with `first_is_rest`, its first line is the rest of one
+    /// whose start was pushed before.
+    pub(crate) fn push_text_from(&mut self, text: &[u8], first_is_rest: bool) {
         let mut rest = first_is_rest;
         for line in text.split_inclusive(|&b| b == b'\n') {
             self.push_piece(line, rest);

@@ -7,6 +7,7 @@
 //! than the caller allows. Nothing here knows about threads, calls or
 //! settings: the core passes what it needs.
 
+pub(crate) mod capture;
 pub(crate) mod fd;
 pub(crate) mod kept;
 pub(crate) mod pending;

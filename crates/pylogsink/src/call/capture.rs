@@ -1,0 +1,171 @@
+//! The Python side of output capture ([`crate::core::capture`]): which
+//! stream each captured descriptor's lines go to, and writing them there.
+//!
+//! When a capture begins, `sys.stdout` and `sys.stderr` are looked at once:
+//! a stream that replaced the process's own (pytest's capture, a notebook's
+//! cell, `redirect_stdout`) gets the lines, written through its `write` by
+//! a thread that holds the GIL and no native lock: pylogsink's Python
+//! thread while the capture runs, and the thread that ends it. The streams
+//! are kept here until then.
+
+use super::write::{write_through_python, Written};
+use crate::core::capture::{self, STDERR, STDOUT};
+use crate::core::stats::count_noted;
+use crate::dest::capture::{captured_to, CapturedTo};
+use crate::record::lock;
+use pyo3::prelude::*;
+use std::sync::{Condvar, Mutex};
+
+/// The Python streams that get the lines of fd 1 and fd 2, where
+/// [`CapturedTo::Python`]. Locked with the GIL held, never across Python
+/// code.
+static STREAMS: Mutex<[Option<Py<PyAny>>; 2]> = Mutex::new([None, None]);
+
+/// Held (true) by the one thread that writes captured lines to Python, so
+/// that the lines go in order: pylogsink's Python thread and the thread
+/// that ends a capture both write, and a write may let the GIL go.
+static WRITING: Mutex<bool> = Mutex::new(false);
+static WRITTEN: Condvar = Condvar::new();
+
+/// Lets [`WRITING`] go when dropped.
+struct Writing;
+
+impl Drop for Writing {
+    fn drop(&mut self) {
+        *lock(&WRITING) = false;
+        WRITTEN.notify_all();
+    }
+}
+
+/// Waits for [`WRITING`] with the GIL released (the thread that holds it
+/// may need the GIL to finish).
+fn writing(py: Python<'_>) -> Writing {
+    py.detach(|| {
+        let mut busy = lock(&WRITING);
+        while *busy {
+            busy = WRITTEN.wait(busy).unwrap_or_else(|e| e.into_inner());
+        }
+        *busy = true;
+    });
+    Writing
+}
+
+/// Begins capturing fd 1 (`stdout`) and fd 2 (`stderr`), or joins the
+/// capture in progress (false). pylogsink's Python thread must be running
+/// (`logging::start`).
+pub(crate) fn start(py: Python<'_>, stdout: bool, stderr: bool) -> PyResult<bool> {
+    let sys = py.import("sys")?;
+    let mut routes = [None, None];
+    let mut streams = [None, None];
+    let wanted = [
+        (STDOUT, stdout, "stdout", "__stdout__", 1),
+        (STDERR, stderr, "stderr", "__stderr__", 2),
+    ];
+    for (index, wanted, name, own_name, target) in wanted {
+        if !wanted {
+            continue;
+        }
+        let stream = sys.getattr(name)?;
+        let own = stream.is(&sys.getattr(own_name)?);
+        let none = stream.is_none();
+        if !none {
+            // What Python holds goes out before the switch.
+            let _ = stream.call_method0("flush");
+        }
+        let fileno = if own || none {
+            None
+        } else {
+            stream
+                .call_method0("fileno")
+                .and_then(|fd| fd.extract::<i32>())
+                .ok()
+        };
+        let route = captured_to(own, none, fileno, target);
+        routes[index] = Some(route);
+        if route == CapturedTo::Python {
+            streams[index] = Some(stream.unbind());
+        }
+    }
+    let fresh = !capture::is_on();
+    if fresh {
+        let before = std::mem::replace(&mut *lock(&STREAMS), streams);
+        drop(before);
+    }
+    match py.detach(|| capture::start(routes)) {
+        Ok(begun) => Ok(begun),
+        Err(err) => {
+            if fresh {
+                let before = std::mem::take(&mut *lock(&STREAMS));
+                drop(before);
+            }
+            Err(err.into())
+        }
+    }
+}
+
+/// Ends the capture (or a nested one): Python's own buffers and C stdio
+/// flushed, fd 1 and fd 2 back to what they were, and every line written
+/// before that delivered.
+pub(crate) fn stop(py: Python<'_>) -> PyResult<()> {
+    if let Ok(sys) = py.import("sys") {
+        for name in ["stdout", "stderr"] {
+            if let Ok(stream) = sys.getattr(name) {
+                if !stream.is_none() {
+                    let _ = stream.call_method0("flush");
+                }
+            }
+        }
+    }
+    let ended = py.detach(capture::stop);
+    deliver(py);
+    if ended {
+        let before = std::mem::take(&mut *lock(&STREAMS));
+        drop(before);
+    }
+    Ok(())
+}
+
+/// Delivers everything written to the captured descriptors so far, C
+/// stdio's buffers included, before it returns: what Python writes next
+/// comes after it.
+pub(crate) fn flush(py: Python<'_>) {
+    py.detach(capture::sync);
+    deliver(py);
+}
+
+/// Whether a capture is on.
+pub(crate) fn active() -> bool {
+    capture::is_on()
+}
+
+/// Writes the captured lines that wait for Python to their streams; where
+/// that fails, or there is no stream, to the original descriptor.
+pub(crate) fn deliver(py: Python<'_>) {
+    if !capture::pending_for_python() {
+        return;
+    }
+    let _writing = writing(py);
+    for index in [STDOUT, STDERR] {
+        let taken = capture::take_for_python(index);
+        if taken.text.is_empty() {
+            continue;
+        }
+        let stream = lock(&STREAMS)[index].as_ref().map(|s| s.clone_ref(py));
+        let Some(stream) = stream else {
+            py.detach(|| capture::write_original(index, taken));
+            continue;
+        };
+        match write_through_python(py, Ok(stream.into_bound(py)), &taken.text) {
+            Written::All => count_noted(&taken),
+            Written::ButFlushFailed(err) => {
+                count_noted(&taken);
+                err.write_unraisable(py, None);
+            }
+            Written::NoStream => py.detach(|| capture::write_original(index, taken)),
+            Written::Failed(err) => {
+                err.write_unraisable(py, None);
+                py.detach(|| capture::write_original(index, taken));
+            }
+        }
+    }
+}

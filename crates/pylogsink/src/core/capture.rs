@@ -1,0 +1,830 @@
+//! Native output capture: fd 1 and fd 2 pointed at pipes that a native
+//! thread drains.
+//!
+//! C and C++ code writes straight to fd 1 and fd 2, and nobody can change
+//! that code. Jupyter and `wurlitzer.pipes()` point those descriptors at
+//! pipes that a *Python* thread drains, which needs the GIL after each
+//! read: native code that writes more than the pipe holds while it holds
+//! the GIL blocks forever. Here the pipes are drained by a `std::thread`
+//! that never takes the GIL, so a writer never blocks on them, whatever
+//! the GIL is doing.
+//!
+//! The drained bytes become lines ([`Lines`]) and wait in a [`Kept`]
+//! buffer per stream (at most [`BUDGET`]; what is left out is counted in
+//! one note). Where they go was decided when the capture began
+//! ([`CapturedTo`]): to the descriptor the process had before (a copy made
+//! then, written by this thread without ever blocking), or to the Python
+//! stream that replaced `sys.stdout` / `sys.stderr`, which only a thread
+//! that holds the GIL can write: pylogsink's Python thread, woken through
+//! [`wake_for_calls`], and the end of the capture.
+//!
+//! pylogsink's own direct lines go to the copy of fd 2 while a capture is
+//! on ([`fd::set_stderr_target`]), never into the pipe. The copies are
+//! made once and never closed: a thread that looked the descriptor up just
+//! before a capture ended may still write to it, and must not find another
+//! file under that number. Each capture refreshes them with `dup3`.
+//!
+//! A crash writes what waits, the line not yet ended and what is still in
+//! the pipes to the original descriptors ([`visit`], [`write_rest_at_crash`]).
+//! A forked child has no drain thread: it points its fd 1 and fd 2 back at
+//! the originals and starts with nothing captured ([`hold_for_fork`]).
+
+use super::stats::count_noted;
+use crate::control::stall_wait;
+use crate::dest::capture::{hold_reading, CapturedTo, Lines, BUDGET, PARTIAL_MAX};
+use crate::dest::fd;
+use crate::dest::pending::queue::wake_for_calls;
+use crate::dest::{Kept, Taken};
+use crate::record::{lock, HeldForFork};
+use std::io;
+use std::os::fd::RawFd;
+use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU64, Ordering};
+use std::sync::{Condvar, Mutex};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+/// The index of fd 1's stream in [`STREAMS`].
+pub(crate) const STDOUT: usize = 0;
+/// The index of fd 2's stream in [`STREAMS`].
+pub(crate) const STDERR: usize = 1;
+
+/// How long the drain thread waits before it tries again to write lines
+/// that found no room on an original descriptor.
+const RETRY: Duration = Duration::from_millis(10);
+
+/// How often the drain thread looks whether Python took the lines of a
+/// pipe it leaves unread ([`hold_reading`]).
+const PAUSE: Duration = Duration::from_millis(2);
+
+/// The most the drain thread reads from a pipe before it passes the
+/// lines on: a quarter of the budget, so that an original descriptor that
+/// keeps up never costs a line.
+const ROUND: usize = BUDGET / 4;
+
+/// The most the drain thread reads at the end of a capture: a child
+/// process that inherited the pipe may go on writing to it.
+const LAST_READ_MAX: usize = 16 * 1024 * 1024;
+
+/// One captured descriptor.
+pub(crate) struct Stream {
+    /// The descriptor captured: 1 or 2.
+    target: RawFd,
+    /// A copy of what `target` was before the capture, or -1 (none made
+    /// yet). Never closed once made.
+    saved: AtomicI32,
+    /// The pipe's read end while captured, else -1.
+    read: AtomicI32,
+    /// Captured now.
+    active: AtomicBool,
+    /// Its lines go to Python ([`CapturedTo::Python`]).
+    to_python: AtomicBool,
+    /// Lines wait for Python.
+    pending: AtomicBool,
+    /// How many times Python took lines ([`take_for_python`]).
+    takes: AtomicU64,
+    /// The drain thread leaves the pipe unread until Python takes lines.
+    paused: AtomicBool,
+    waiting: Mutex<Waiting>,
+}
+
+/// What a stream's drained bytes wait in.
+struct Waiting {
+    kept: Kept,
+    lines: Lines,
+}
+
+impl Stream {
+    const fn new(target: RawFd) -> Stream {
+        Stream {
+            target,
+            saved: AtomicI32::new(-1),
+            read: AtomicI32::new(-1),
+            active: AtomicBool::new(false),
+            to_python: AtomicBool::new(false),
+            pending: AtomicBool::new(false),
+            takes: AtomicU64::new(0),
+            paused: AtomicBool::new(false),
+            waiting: Mutex::new(Waiting {
+                kept: Kept::with_cap(BUDGET),
+                lines: Lines::new(),
+            }),
+        }
+    }
+}
+
+static STREAMS: [Stream; 2] = [Stream::new(1), Stream::new(2)];
+
+/// The capture in progress.
+struct State {
+    /// Captures begun and not ended: nested ones join the outermost.
+    depth: usize,
+    /// The drain thread's control pipe (read, write), or -1.
+    control: [RawFd; 2],
+    thread: Option<JoinHandle<()>>,
+}
+
+static STATE: Mutex<State> = Mutex::new(State {
+    depth: 0,
+    control: [-1, -1],
+    thread: None,
+});
+
+/// Begins a capture of fd 1 (`routes[STDOUT]`) and fd 2 (`routes[STDERR]`),
+/// each one whose route is given, its lines going there. A capture in
+/// progress is joined instead (false): it keeps its own routes.
+pub(crate) fn start(routes: [Option<CapturedTo>; 2]) -> io::Result<bool> {
+    let mut state = lock(&STATE);
+    if state.depth > 0 {
+        state.depth += 1;
+        return Ok(false);
+    }
+    if routes.iter().all(Option::is_none) {
+        return Ok(false);
+    }
+    // What C stdio holds goes where it was written to, before the switch.
+    // SAFETY: fflush(NULL) flushes every open C stream; it takes no
+    // pointer of ours.
+    unsafe { libc::fflush(std::ptr::null_mut()) };
+    let control = pipe(libc::O_CLOEXEC | libc::O_NONBLOCK)?;
+    let mut reads = [-1; 2];
+    for (index, route) in routes.iter().enumerate() {
+        let Some(route) = route else { continue };
+        match begin(&STREAMS[index], *route) {
+            Ok(read) => reads[index] = read,
+            Err(err) => {
+                for (stream, read) in STREAMS.iter().zip(reads) {
+                    if read >= 0 {
+                        end(stream);
+                    }
+                }
+                close_all(&control);
+                return Err(err);
+            }
+        }
+    }
+    let spawned = std::thread::Builder::new()
+        .name("pylogsink-capture".into())
+        .spawn(move || drain(reads, control[0]));
+    match spawned {
+        Ok(thread) => {
+            *state = State {
+                depth: 1,
+                control,
+                thread: Some(thread),
+            };
+            ON.store(true, Ordering::Relaxed);
+            Ok(true)
+        }
+        Err(err) => {
+            for stream in &STREAMS {
+                end(stream);
+            }
+            close_all(&control);
+            Err(err)
+        }
+    }
+}
+
+/// Points `stream`'s descriptor at a new pipe, after copying what it was;
+/// returns the pipe's read end.
+fn begin(stream: &Stream, route: CapturedTo) -> io::Result<RawFd> {
+    let saved = stream.saved.load(Ordering::Relaxed);
+    if saved < 0 {
+        // SAFETY: F_DUPFD_CLOEXEC makes a new descriptor (3 or above) for
+        // the same file; an invalid target makes it fail.
+        let copy = unsafe { libc::fcntl(stream.target, libc::F_DUPFD_CLOEXEC, 3) };
+        check(copy)?;
+        stream.saved.store(copy, Ordering::Relaxed);
+    } else {
+        // SAFETY: `saved` is a descriptor of ours (never closed); dup3
+        // points it at what `target` is now, atomically.
+        check(unsafe { libc::dup3(stream.target, saved, libc::O_CLOEXEC) })?;
+    }
+    let saved = stream.saved.load(Ordering::Relaxed);
+    // The write end stays blocking, as writers of fd 1 and fd 2 expect.
+    let [read, write] = pipe(libc::O_CLOEXEC)?;
+    // SAFETY: fcntl on the two descriptors just made: the read end made
+    // non-blocking, the pipe enlarged where the system allows (a larger
+    // pipe means fewer wake-ups; failing is harmless).
+    unsafe {
+        libc::fcntl(read, libc::F_SETFL, libc::O_NONBLOCK);
+        libc::fcntl(write, libc::F_SETPIPE_SZ, BUDGET as libc::c_int);
+    }
+    {
+        let mut waiting = lock(&stream.waiting);
+        waiting.lines.clear();
+    }
+    stream
+        .to_python
+        .store(route == CapturedTo::Python, Ordering::Relaxed);
+    stream.read.store(read, Ordering::Relaxed);
+    if stream.target == fd::STDERR {
+        fd::set_stderr_target(saved);
+    }
+    // SAFETY: dup2 points `target` at the pipe's write end; both are open.
+    let pointed = check(unsafe { libc::dup2(write, stream.target) });
+    close_all(&[write]);
+    if let Err(err) = pointed {
+        if stream.target == fd::STDERR {
+            fd::set_stderr_target(fd::STDERR);
+        }
+        stream.read.store(-1, Ordering::Relaxed);
+        close_all(&[read]);
+        return Err(err);
+    }
+    stream.active.store(true, Ordering::Release);
+    Ok(read)
+}
+
+/// Points `stream`'s descriptor back at the original.
+fn restore(stream: &Stream) {
+    if stream.active.load(Ordering::Acquire) {
+        let saved = stream.saved.load(Ordering::Relaxed);
+        // SAFETY: dup2 of two open descriptors of ours.
+        unsafe { libc::dup2(saved, stream.target) };
+        if stream.target == fd::STDERR {
+            fd::set_stderr_target(fd::STDERR);
+        }
+    }
+}
+
+/// Restores `stream` and closes its pipe (the drain thread is gone).
+fn end(stream: &Stream) {
+    restore(stream);
+    let read = stream.read.swap(-1, Ordering::Relaxed);
+    if read >= 0 {
+        close_all(&[read]);
+    }
+    stream.paused.store(false, Ordering::Release);
+    stream.active.store(false, Ordering::Release);
+}
+
+/// Ends the capture begun by [`start`]: C stdio flushed, fd 1 and fd 2
+/// pointed back at the originals, then everything written before that
+/// drained, and what goes to an original descriptor written there (each
+/// piece waiting for room at most the stall wait). True if this ended the
+/// capture (not a nested one): what waits for Python is the caller's to
+/// write ([`take_for_python`]).
+pub(crate) fn stop() -> bool {
+    // SAFETY: as in `start`. The pipes are drained without the GIL, so
+    // this cannot wait for long on them.
+    unsafe { libc::fflush(std::ptr::null_mut()) };
+    let mut state = lock(&STATE);
+    match state.depth {
+        0 => return false,
+        1 => {}
+        _ => {
+            state.depth -= 1;
+            drop(state);
+            // The inner capture's lines before its end.
+            sync();
+            return false;
+        }
+    }
+    for stream in &STREAMS {
+        restore(stream);
+    }
+    // Everything written before the restore is in the pipes now: the
+    // thread reads them empty, hands out the lines, and ends.
+    // SAFETY: a one-byte write to the control pipe's write end, ours.
+    unsafe { libc::write(state.control[1], b"q".as_ptr().cast(), 1) };
+    if let Some(thread) = state.thread.take() {
+        let _ = thread.join();
+    }
+    for stream in &STREAMS {
+        end(stream);
+    }
+    close_all(&state.control);
+    state.control = [-1, -1];
+    state.depth = 0;
+    ON.store(false, Ordering::Relaxed);
+    drop(state);
+    for stream in &STREAMS {
+        pass_on(stream, stall_wait());
+    }
+    true
+}
+
+/// Whether a capture is on: set and cleared under [`STATE`]'s lock, read
+/// without it (a thread that holds the GIL must not wait for a capture
+/// that is ending).
+static ON: AtomicBool = AtomicBool::new(false);
+
+/// Whether a capture is on.
+#[inline]
+pub(crate) fn is_on() -> bool {
+    ON.load(Ordering::Relaxed)
+}
+
+/// Whether captured lines wait for Python.
+#[inline]
+pub(crate) fn pending_for_python() -> bool {
+    STREAMS.iter().any(|s| s.pending.load(Ordering::Acquire))
+}
+
+/// Takes the lines of stream `index` that wait for Python.
+pub(crate) fn take_for_python(index: usize) -> Taken {
+    let stream = &STREAMS[index];
+    if !stream.pending.swap(false, Ordering::AcqRel) {
+        return Taken::default();
+    }
+    let taken = lock(&stream.waiting).kept.take();
+    stream.takes.fetch_add(1, Ordering::Release);
+    taken
+}
+
+/// Writes lines that Python could not take to stream `index`'s original
+/// descriptor (fd 2's for pylogsink's lines if there is no copy), each
+/// piece waiting for room at most the stall wait.
+pub(crate) fn write_original(index: usize, taken: Taken) {
+    if taken.text.is_empty() {
+        return;
+    }
+    let saved = STREAMS[index].saved.load(Ordering::Relaxed);
+    let to = if saved >= 0 { saved } else { fd::stderr() };
+    let written = fd::write_with_room(to, &taken.text, stall_wait());
+    if written >= taken.note_len {
+        count_noted(&taken);
+    }
+}
+
+/// The drain thread: reads the pipes whenever they hold bytes, cuts them
+/// into lines, and passes them on; ends when the control pipe says so,
+/// after reading the pipes empty.
+fn drain(mut reads: [RawFd; 2], control: RawFd) {
+    let mut buffer = vec![0u8; 64 * 1024];
+    let mut held = [None, None];
+    loop {
+        let now = Instant::now();
+        let mut wake: Option<Instant> = None;
+        let mut paused = [false; 2];
+        for (index, (stream, &read)) in STREAMS.iter().zip(&reads).enumerate() {
+            if read < 0 && !stream.active.load(Ordering::Relaxed) {
+                continue;
+            }
+            let waiting = lock(&stream.waiting);
+            let mut due = waiting.lines.due();
+            let to_python = stream.to_python.load(Ordering::Relaxed);
+            if !to_python && !waiting.kept.is_empty() {
+                due = Some(due.map_or(now + RETRY, |d| d.min(now + RETRY)));
+            }
+            drop(waiting);
+            paused[index] = pause(stream, &mut held[index], now);
+            if paused[index] {
+                due = Some(due.map_or(now + PAUSE, |d| d.min(now + PAUSE)));
+            }
+            wake = match (wake, due) {
+                (Some(a), Some(b)) => Some(a.min(b)),
+                (a, b) => a.or(b),
+            };
+        }
+        let timeout = wake.map_or(-1, |at| {
+            let ms = at.saturating_duration_since(now).as_millis();
+            libc::c_int::try_from(ms.max(1)).unwrap_or(libc::c_int::MAX)
+        });
+        let polled = [
+            control,
+            if paused[0] { -1 } else { reads[0] },
+            if paused[1] { -1 } else { reads[1] },
+        ];
+        let mut fds = polled.map(|fd| libc::pollfd {
+            fd,
+            events: libc::POLLIN,
+            revents: 0,
+        });
+        // SAFETY: `fds` is an array of three initialized pollfd; negative
+        // descriptors are ignored by poll.
+        unsafe { libc::poll(fds.as_mut_ptr(), 3, timeout) };
+        let (last, sync) = if fds[0].revents != 0 {
+            asked(control)
+        } else {
+            (false, false)
+        };
+        // Read everything written so far: at the end, or for a sync.
+        let finish = last || sync;
+        let mut total = 0;
+        let mut stalled = [false; 2];
+        loop {
+            let mut more = false;
+            let mut waited = false;
+            let mut empty = [true; 2];
+            for (index, (stream, read)) in STREAMS.iter().zip(reads.iter_mut()).enumerate() {
+                if *read < 0 {
+                    continue;
+                }
+                // At the end, Python (with the GIL free: the thread that
+                // ends the capture waits without it) is still waited for.
+                if finish {
+                    paused[index] = pause(stream, &mut held[index], Instant::now());
+                }
+                if paused[index] {
+                    more |= finish;
+                    waited = true;
+                    empty[index] = false;
+                    continue;
+                }
+                match read_pipe(stream, *read, &mut buffer, ROUND) {
+                    Read::Empty => {}
+                    Read::More => {
+                        more = true;
+                        empty[index] = false;
+                        total += ROUND;
+                    }
+                    // Every writer closed it: nothing more will come.
+                    Read::End => *read = -1,
+                }
+            }
+            let now = Instant::now();
+            for (stream, empty) in STREAMS.iter().zip(empty) {
+                let mut waiting = lock(&stream.waiting);
+                let Waiting { kept, lines } = &mut *waiting;
+                let mut out = |text: &[u8], rest: bool| kept.push_text_from(text, rest);
+                if finish && !more {
+                    lines.flush(&mut out);
+                } else if empty {
+                    // A line is due only once its pipe was read empty: its
+                    // end may be next in the pipe.
+                    lines.flush_due(now, &mut out);
+                }
+            }
+            // An original descriptor that is slow (a terminal, a pipe read
+            // by another process) gets the stall wait per piece, as
+            // pylogsink's own lines do; one that stalls for longer costs
+            // lines (counted in a note) rather than block the writers, since
+            // the pipes are read again in between.
+            // At the end, an original descriptor that found no room once
+            // is not waited for again: the end comes in bounded time.
+            for (stream, stalled) in STREAMS.iter().zip(stalled.iter_mut()) {
+                let wait = if *stalled {
+                    Duration::ZERO
+                } else {
+                    stall_wait()
+                };
+                *stalled |= !pass_on(stream, wait) && finish;
+            }
+            // At the end, everything written before the descriptors were
+            // restored is read, however many rounds it takes.
+            if !(finish && more && total < LAST_READ_MAX) {
+                break;
+            }
+            if waited {
+                std::thread::sleep(PAUSE);
+            }
+        }
+        if finish {
+            let mut synced = lock(&SYNCED);
+            *synced += 1;
+            drop(synced);
+            SYNC_DONE.notify_all();
+        }
+        if last {
+            return;
+        }
+    }
+}
+
+/// What the control pipe asks: (end, sync). An end that comes with a sync
+/// answers both.
+fn asked(control: RawFd) -> (bool, bool) {
+    let mut asks = [0u8; 64];
+    // SAFETY: `asks` is valid for writes of its length; `control` is the
+    // non-blocking read end of the control pipe.
+    let n = unsafe { libc::read(control, asks.as_mut_ptr().cast(), asks.len()) };
+    let asks = &asks[..n.max(0) as usize];
+    (asks.contains(&b'q'), asks.contains(&b's'))
+}
+
+/// How many times the drain thread read everything written before it was
+/// asked (a sync, or the end of a capture).
+static SYNCED: Mutex<u64> = Mutex::new(0);
+static SYNC_DONE: Condvar = Condvar::new();
+
+/// Waits (at most 1 s) until the drain thread has read everything written
+/// to the captured descriptors so far (C stdio flushed first) and passed
+/// it on; what goes to Python then waits for [`take_for_python`]. Does
+/// nothing without a capture.
+pub(crate) fn sync() {
+    // SAFETY: as in `start`.
+    unsafe { libc::fflush(std::ptr::null_mut()) };
+    let before = *lock(&SYNCED);
+    {
+        let state = lock(&STATE);
+        if state.depth == 0 || state.control[1] < 0 {
+            return;
+        }
+        // SAFETY: a one-byte write to the control pipe's write end, which
+        // stays open while the lock is held.
+        unsafe { libc::write(state.control[1], b"s".as_ptr().cast(), 1) };
+    }
+    let deadline = Instant::now() + Duration::from_secs(1);
+    let mut synced = lock(&SYNCED);
+    while *synced == before {
+        let left = deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return;
+        }
+        synced = SYNC_DONE
+            .wait_timeout(synced, left)
+            .unwrap_or_else(|e| e.into_inner())
+            .0;
+    }
+}
+
+/// Whether to leave `stream`'s pipe unread for now: its lines for Python
+/// fill the budget and Python keeps taking them ([`hold_reading`]).
+fn pause(stream: &Stream, held: &mut Option<(u64, Instant)>, now: Instant) -> bool {
+    let full = stream.to_python.load(Ordering::Relaxed)
+        && lock(&stream.waiting).kept.len_bytes() + ROUND + PARTIAL_MAX > BUDGET;
+    let takes = stream.takes.load(Ordering::Acquire);
+    let paused = hold_reading(full, takes, held, now, stall_wait());
+    stream.paused.store(paused, Ordering::Release);
+    paused
+}
+
+/// Whether a writer waits for Python to take captured lines: whoever
+/// takes them should not linger.
+#[inline]
+pub(crate) fn pressing() -> bool {
+    STREAMS.iter().any(|s| s.paused.load(Ordering::Acquire))
+}
+
+/// What [`read_pipe`] found.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Read {
+    /// The pipe is empty now.
+    Empty,
+    /// The limit came first: more may wait.
+    More,
+    /// No writer is left (or the pipe failed).
+    End,
+}
+
+/// Reads `read` until it is empty or `limit` bytes came, and cuts what
+/// came into lines.
+fn read_pipe(stream: &Stream, read: RawFd, buffer: &mut [u8], limit: usize) -> Read {
+    let mut total = 0;
+    while total < limit {
+        let size = buffer.len().min(limit - total);
+        // SAFETY: `buffer` is valid for writes of `size <= buffer.len()`
+        // bytes.
+        let n = unsafe { libc::read(read, buffer.as_mut_ptr().cast(), size) };
+        if n > 0 {
+            let n = n as usize;
+            total += n;
+            let mut waiting = lock(&stream.waiting);
+            let Waiting { kept, lines } = &mut *waiting;
+            lines.feed(&buffer[..n], Instant::now(), &mut |text, rest| {
+                kept.push_text_from(text, rest)
+            });
+        } else if n == 0 {
+            return Read::End;
+        } else {
+            match io::Error::last_os_error().raw_os_error() {
+                Some(libc::EINTR) => {}
+                Some(libc::EAGAIN) => return Read::Empty,
+                _ => return Read::End,
+            }
+        }
+    }
+    Read::More
+}
+
+/// Passes on what waits in `stream`: tells pylogsink's Python thread, or
+/// writes it to the original descriptor, each piece waiting for room at
+/// most `wait`; what finds none waits for the next try.
+/// False if lines for an original descriptor found no room.
+fn pass_on(stream: &Stream, wait: Duration) -> bool {
+    if stream.to_python.load(Ordering::Relaxed) {
+        if !lock(&stream.waiting).kept.is_empty() {
+            stream.pending.store(true, Ordering::Release);
+            wake_for_calls();
+        }
+        return true;
+    }
+    let saved = stream.saved.load(Ordering::Relaxed);
+    if saved < 0 {
+        return true;
+    }
+    let taken = lock(&stream.waiting).kept.take();
+    if taken.text.is_empty() {
+        return true;
+    }
+    let written = fd::write_with_room(saved, &taken.text, wait);
+    if written >= taken.note_len {
+        count_noted(&taken);
+    }
+    let all = written == taken.text.len();
+    lock(&stream.waiting).kept.put_back(taken, written);
+    all
+}
+
+/// Hands each stream's waiting lines to `text` with the descriptor they go
+/// to, for the crash handler: only tries the locks; returns how many were
+/// held.
+pub(crate) fn visit(text: &mut dyn FnMut(i32, &Kept)) -> usize {
+    let mut busy = 0;
+    for stream in &STREAMS {
+        let saved = stream.saved.load(Ordering::Relaxed);
+        if saved < 0 {
+            continue;
+        }
+        match stream.waiting.try_lock() {
+            Ok(waiting) => text(saved, &waiting.kept),
+            Err(_) => busy += 1,
+        }
+    }
+    busy
+}
+
+/// For the crash handler, after [`visit`]: hands `write` each stream's
+/// line not yet ended, then what is still in its pipe, with the
+/// descriptor it goes to. Async-signal-safe: a buffer on the stack, `read`
+/// on the non-blocking read end, locks only tried.
+pub(crate) fn write_rest_at_crash(write: &mut dyn FnMut(i32, &[u8])) {
+    for stream in &STREAMS {
+        if stream.active.load(Ordering::Acquire) {
+            rest_at_crash(stream, write);
+        }
+    }
+}
+
+/// [`write_rest_at_crash`] for one stream.
+fn rest_at_crash(stream: &Stream, write: &mut dyn FnMut(i32, &[u8])) {
+    let saved = stream.saved.load(Ordering::Relaxed);
+    if saved < 0 {
+        return;
+    }
+    if let Ok(waiting) = stream.waiting.try_lock() {
+        if !waiting.lines.partial().is_empty() {
+            write(saved, waiting.lines.partial());
+        }
+    }
+    let read = stream.read.load(Ordering::Relaxed);
+    let mut chunk = [0u8; 4096];
+    for _ in 0..256 {
+        if read < 0 {
+            break;
+        }
+        // SAFETY: `chunk` is valid for writes of its length; `read` is
+        // the non-blocking read end, or closed (EBADF).
+        let n = unsafe { libc::read(read, chunk.as_mut_ptr().cast(), chunk.len()) };
+        if n <= 0 {
+            break;
+        }
+        write(saved, &chunk[..n as usize]);
+    }
+}
+
+/// The capture's locks, held across a fork. The child has no drain
+/// thread: if a capture was on, its fd 1 and fd 2 go back to the
+/// originals, its pipes are closed, and what waited is the parent's.
+pub(crate) fn hold_for_fork() -> HeldForFork {
+    let mut state = lock(&STATE);
+    let mut out = lock(&STREAMS[STDOUT].waiting);
+    let mut err = lock(&STREAMS[STDERR].waiting);
+    Box::new(move |child| {
+        if child {
+            for (stream, waiting) in STREAMS.iter().zip([&mut *out, &mut *err]) {
+                end(stream);
+                stream.pending.store(false, Ordering::Relaxed);
+                stream.to_python.store(false, Ordering::Relaxed);
+                waiting.lines.clear();
+                drop(waiting.kept.take());
+            }
+            close_all(&state.control);
+            state.control = [-1, -1];
+            state.depth = 0;
+            ON.store(false, Ordering::Relaxed);
+            // The thread does not exist here: its handle is not joined.
+            std::mem::forget(state.thread.take());
+        }
+        drop(err);
+        drop(out);
+        drop(state);
+    })
+}
+
+fn pipe(flags: libc::c_int) -> io::Result<[RawFd; 2]> {
+    let mut fds = [-1; 2];
+    // SAFETY: `fds` has room for the two descriptors pipe2 writes.
+    check(unsafe { libc::pipe2(fds.as_mut_ptr(), flags) })?;
+    Ok(fds)
+}
+
+fn close_all(fds: &[RawFd]) {
+    for &fd in fds.iter().filter(|&&fd| fd >= 0) {
+        // SAFETY: each is a descriptor of ours that nothing else uses.
+        unsafe { libc::close(fd) };
+    }
+}
+
+fn check(ret: libc::c_int) -> io::Result<libc::c_int> {
+    if ret < 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(ret)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A stream whose "original" and pipe are a test's own.
+    fn stream(to_python: bool) -> (Stream, [RawFd; 2], [RawFd; 2]) {
+        let input = pipe(libc::O_CLOEXEC).unwrap();
+        let output = pipe(libc::O_CLOEXEC | libc::O_NONBLOCK).unwrap();
+        // SAFETY: fcntl on a descriptor of this test's own.
+        unsafe { libc::fcntl(input[0], libc::F_SETFL, libc::O_NONBLOCK) };
+        let stream = Stream::new(-1);
+        stream.saved.store(output[1], Ordering::Relaxed);
+        stream.read.store(input[0], Ordering::Relaxed);
+        stream.to_python.store(to_python, Ordering::Relaxed);
+        (stream, input, output)
+    }
+
+    fn write(fd: RawFd, text: &[u8]) {
+        // SAFETY: `text` is a live slice.
+        let n = unsafe { libc::write(fd, text.as_ptr().cast(), text.len()) };
+        assert_eq!(n, text.len() as isize);
+    }
+
+    fn read_all(fd: RawFd) -> Vec<u8> {
+        let mut out = Vec::new();
+        let mut chunk = [0u8; 4096];
+        loop {
+            // SAFETY: `chunk` is valid for writes of its length.
+            let n = unsafe { libc::read(fd, chunk.as_mut_ptr().cast(), chunk.len()) };
+            if n <= 0 {
+                return out;
+            }
+            out.extend_from_slice(&chunk[..n as usize]);
+        }
+    }
+
+    #[test]
+    fn drained_lines_go_to_the_original_and_a_partial_one_waits() {
+        let (stream, input, output) = stream(false);
+        let mut buffer = vec![0u8; 1024];
+        write(input[1], b"one\ntwo\nthr");
+        assert_eq!(
+            read_pipe(&stream, input[0], &mut buffer, BUDGET),
+            Read::Empty
+        );
+        pass_on(&stream, Duration::ZERO);
+        assert_eq!(read_all(output[0]), b"one\ntwo\n");
+        write(input[1], b"ee\n");
+        read_pipe(&stream, input[0], &mut buffer, BUDGET);
+        pass_on(&stream, Duration::ZERO);
+        assert_eq!(read_all(output[0]), b"three\n");
+        close_all(&[input[1]]);
+        assert_eq!(read_pipe(&stream, input[0], &mut buffer, BUDGET), Read::End);
+        close_all(&[input[0], output[0], output[1]]);
+    }
+
+    #[test]
+    fn lines_for_python_wait_within_the_budget_with_a_note() {
+        let (stream, input, output) = stream(true);
+        let mut buffer = vec![0u8; 64 * 1024];
+        let line = [b'x'; 99].iter().chain(b"\n").copied().collect::<Vec<u8>>();
+        // 2 MiB through a pipe that holds less: read as it comes.
+        let writer = std::thread::spawn(move || {
+            for _ in 0..(2 * BUDGET / line.len()) {
+                write(input[1], &line);
+            }
+            close_all(&[input[1]]);
+        });
+        while read_pipe(&stream, input[0], &mut buffer, BUDGET) != Read::End {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        writer.join().unwrap();
+        pass_on(&stream, Duration::ZERO);
+        assert!(stream.pending.load(Ordering::Relaxed));
+        assert!(read_all(output[0]).is_empty(), "nothing to the original");
+        let taken = lock(&stream.waiting).kept.take();
+        let text = String::from_utf8(taken.text).unwrap();
+        let (note, rest) = text.split_once('\n').unwrap();
+        assert!(note.starts_with("[pylogsink] "), "{note}");
+        assert!(note.contains("left out here"), "{note}");
+        let kept = rest.lines().count() as u64;
+        assert_eq!(kept * 100, BUDGET as u64 / 100 * 100);
+        assert_eq!(kept + taken.left_out_lines, (2 * BUDGET / 100) as u64);
+        close_all(&[input[0], output[0], output[1]]);
+    }
+
+    #[test]
+    fn the_crash_handler_gets_the_partial_line_and_what_is_in_the_pipe() {
+        let (stream, input, output) = stream(true);
+        let mut buffer = vec![0u8; 1024];
+        write(input[1], b"drained, no end");
+        read_pipe(&stream, input[0], &mut buffer, BUDGET);
+        write(input[1], b" and still in the pipe\n");
+        let mut got = Vec::new();
+        rest_at_crash(&stream, &mut |fd, text| {
+            assert_eq!(fd, output[1]);
+            got.extend_from_slice(text);
+        });
+        assert_eq!(got, b"drained, no end and still in the pipe\n");
+        close_all(&[input[0], input[1], output[0], output[1]]);
+    }
+}

@@ -1,0 +1,73 @@
+"""Runs cells that write from C in a real Jupyter kernel (ipykernel, driven
+by nbclient) and prints each cell's streams as JSON.
+
+    python capture_kernel.py MODE [CELL_TIMEOUT]
+
+MODE "printf": a C printf inside pylogsink.capture_output(), then the same
+without it. "big": 3 MB printed by C with the GIL held (ctypes.PyDLL) inside
+capture_output(). "raw_big": the same without it. "ext": %load_ext pylogsink,
+then a cell that printf's. Whether ipykernel captures fd 1 and fd 2 itself
+depends on PYTEST_CURRENT_TEST in the environment, which the caller sets.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+
+import nbformat
+from nbclient import NotebookClient
+from nbclient.exceptions import CellTimeoutError, DeadKernelError
+
+SETUP = "import ctypes, pylogsink\nlibc = ctypes.CDLL(None)\ngil_libc = ctypes.PyDLL(None)\n"
+BIG = "data = (b'x' * 99 + b'\\n') * 30000\n"
+
+CELLS = {
+    "printf": [
+        SETUP,
+        "with pylogsink.capture_output():\n    libc.printf(b'from C, captured\\n')\n",
+        "libc.printf(b'from C, not captured\\n'); libc.fflush(None)\n",
+    ],
+    "big": [
+        SETUP + BIG,
+        "with pylogsink.capture_output():\n    gil_libc.printf(b'%s', data)\n"
+        "print('stats', pylogsink.log_stats()['left_out'])\n",
+    ],
+    "raw_big": [SETUP + BIG, "gil_libc.printf(b'%s', data); gil_libc.fflush(None)\n"],
+    "ext": [
+        SETUP + "%load_ext pylogsink\n",
+        "libc.printf(b'from C, every cell\\n')\n",
+        "%unload_ext pylogsink\n",
+    ],
+}
+
+
+def streams(outputs: list[dict[str, object]]) -> dict[str, str]:
+    found: dict[str, str] = {}
+    for out in outputs:
+        if out.get("output_type") == "stream":
+            name, text = str(out["name"]), str(out["text"])
+            found[name] = found.get(name, "") + text
+    return found
+
+
+def main() -> int:
+    mode = sys.argv[1]
+    timeout = float(sys.argv[2]) if len(sys.argv) > 2 else 60
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(c) for c in CELLS[mode]])
+    client = NotebookClient(nb, timeout=timeout, kernel_name="python3", allow_errors=True)
+    try:
+        client.execute()
+    except CellTimeoutError:
+        print(json.dumps({"timed_out": True}))
+        return 0
+    except DeadKernelError:
+        print(json.dumps({"timed_out": False, "dead": True}))
+        return 0
+    errors = [o.get("ename") for c in nb.cells for o in c.outputs if o.get("output_type") == "error"]
+    print(json.dumps({"timed_out": False, "cells": [streams(c.outputs) for c in nb.cells], "errors": errors}))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,418 @@
+"""Native output capture (core/capture.rs, call/capture.rs): what C code
+writes to fd 1 and fd 2 reaches capsys, redirect_stdout, a Jupyter cell or
+the original descriptors, through pipes that a native thread drains, so
+that no writer hangs whatever the GIL is doing."""
+
+from __future__ import annotations
+
+import ctypes
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+import pylogsink
+from conftest import python, records
+
+pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="output capture is built for Linux only")
+
+ROOT = Path(__file__).resolve().parent.parent
+LINE = b"x" * 99 + b"\n"
+BIG_LINES = 30000  # 3 MB: more than any pipe here holds (wurlitzer's 1 MiB included)
+
+libc = ctypes.CDLL(None)
+
+
+def test_printf_and_fd_writes_reach_capsys(capsys: pytest.CaptureFixture[str]) -> None:
+    with pylogsink.capture_output():
+        libc.printf(b"printf %d\n", 42)
+        libc.fflush(None)
+        os.write(2, b"fd 2 write\n")
+        os.write(1, b"a line that never ends")
+    out, err = capsys.readouterr()
+    assert out == "printf 42\na line that never ends"
+    assert err == "fd 2 write\n"
+    assert not pylogsink.output_capture_active()
+
+
+def test_stdout_alone_leaves_fd2_alone(capsys: pytest.CaptureFixture[str]) -> None:
+    with pylogsink.capture_output(stderr=False):
+        os.write(1, b"out\n")
+    assert capsys.readouterr().out == "out\n"
+
+
+def test_lines_arrive_while_the_capture_runs(capsys: pytest.CaptureFixture[str]) -> None:
+    import time
+
+    with pylogsink.capture_output():
+        os.write(1, b"early\n")
+        deadline = time.monotonic() + 5
+        while "early" not in capsys.readouterr().out:
+            assert time.monotonic() < deadline, "delivered within the capture"
+            time.sleep(0.01)
+
+
+def test_lines_arrive_in_the_order_written(capsys: pytest.CaptureFixture[str]) -> None:
+    # C stdio line-buffered (as on a terminal), interleaved with os.write.
+    stdout = ctypes.c_void_p.in_dll(libc, "stdout")
+    with pylogsink.capture_output():
+        libc.setvbuf(stdout, None, 1, 0)  # _IOLBF
+        for i in range(200):
+            libc.printf(b"c %d\n", i)
+            os.write(1, b"w %d\n" % i)
+    expected = [f"{kind} {i}" for i in range(200) for kind in ("c", "w")]
+    assert capsys.readouterr().out.splitlines() == expected
+
+
+ORDER_OWN = """
+import ctypes, os, pylogsink
+libc = ctypes.CDLL(None)
+with pylogsink.capture_output():
+    libc.setvbuf(ctypes.c_void_p.in_dll(libc, "stdout"), None, 1, 0)
+    for i in range(200):
+        libc.printf(b"c %d\\n", i)
+        os.write(1, b"w %d\\n" % i)
+"""
+
+
+def test_lines_keep_their_order_on_the_processs_own_stdout() -> None:
+    done = python(ORDER_OWN, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == [f"{kind} {i}" for i in range(200) for kind in ("c", "w")]
+
+
+def test_the_demo_runtimes_log_line_and_printf_each_arrive_once(capsys: pytest.CaptureFixture[str]) -> None:
+    with pylogsink.capture_output():
+        pylogsink.log_and_printf("both")
+    out, err = capsys.readouterr()
+    assert out == "printed: both\n"
+    assert [r.split("] ", 1)[1] for r in records(err)] == ["logged: both"]
+    assert err.count("both") == 1
+
+
+DEMO_OWN = """
+import pylogsink
+with pylogsink.capture_output():
+    for i in range(3):
+        pylogsink.log_and_printf(f"line {i}")
+"""
+
+
+def test_on_the_processs_own_streams_pylogsinks_lines_go_to_fd2_once() -> None:
+    done = python(DEMO_OWN, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == "".join(f"printed: line {i}\n" for i in range(3))
+    assert [r.split("] ", 1)[1] for r in records(done.stderr)] == [f"logged: line {i}" for i in range(3)]
+    assert done.stderr.count("logged:") == 3
+
+
+NO_LOOP = """
+import os, sys, pylogsink
+# A sys.stderr that writes to fd 2 itself: its lines must not go round.
+sys.stderr = open(2, "w", closefd=False)
+with pylogsink.capture_output():
+    os.write(2, b"only once\\n")
+    pylogsink.log_raw(b"logged once", "warn")
+sys.stderr.flush()
+"""
+
+
+def test_a_stream_on_the_captured_descriptor_itself_does_not_loop() -> None:
+    done = python(NO_LOOP, timeout=30)
+    assert done.returncode == 0, done.stderr
+    assert done.stderr.count("only once") == 1, done.stderr
+    assert done.stderr.count("logged once") == 1, done.stderr
+
+
+BIG = """
+import contextlib, ctypes, io, json, sys, time, pylogsink
+libc = ctypes.PyDLL(None)  # the GIL stays held during the call
+data = (b"x" * 99 + b"\\n") * {lines}
+buf = io.StringIO()
+start = time.monotonic()
+with {outer}:
+    with pylogsink.capture_output():
+        libc.printf(b"%s", data)
+        libc.fflush(None)
+took = time.monotonic() - start
+print(json.dumps({{"took": took, "text": buf.getvalue(), "left_out": pylogsink.log_stats()["left_out"]}}), file=sys.stderr)
+"""
+
+
+def test_3mb_printed_with_the_gil_held_completes_into_a_stringio() -> None:
+    done = python(BIG.format(lines=BIG_LINES, outer="contextlib.redirect_stdout(buf)"), timeout=30)
+    assert done.returncode == 0, done.stderr
+    got = json.loads(done.stderr.splitlines()[-1])
+    assert got["took"] < 10
+    note, *kept = got["text"].splitlines(keepends=True)
+    m = re.fullmatch(r"\[pylogsink\] (\d+) lines \((\d+) bytes\) left out here: more than 1024 KiB waited at once\n", note)
+    assert m, note
+    assert all(line == LINE.decode() for line in kept)
+    assert int(m.group(1)) + len(kept) == BIG_LINES, "every line delivered or counted"
+    assert int(m.group(2)) == int(m.group(1)) * len(LINE)
+    assert got["left_out"] == int(m.group(1))
+
+
+def test_3mb_printed_with_the_gil_held_reaches_the_original_stdout_whole() -> None:
+    done = python(BIG.format(lines=BIG_LINES, outer="contextlib.nullcontext()"), timeout=30)
+    assert done.returncode == 0, done.stderr
+    got = json.loads(done.stderr.splitlines()[-1])
+    assert got["took"] < 10
+    assert done.stdout == LINE.decode() * BIG_LINES
+    assert got["left_out"] == 0
+
+
+RELEASED = """
+import contextlib, ctypes, io, sys, pylogsink
+libc = ctypes.CDLL(None)  # the GIL is released during each write
+data = (b"x" * 99 + b"\\n") * 10000
+buf = io.StringIO()
+with contextlib.redirect_stdout(buf), pylogsink.capture_output():
+    for _ in range(20):
+        libc.write(1, data, len(data))
+print(len(buf.getvalue()), buf.getvalue().count("[pylogsink]"), pylogsink.log_stats()["left_out"], file=sys.stderr)
+"""
+
+
+def test_20mb_written_with_the_gil_released_arrive_whole() -> None:
+    # Python keeps taking the lines: the writer waits for it, nothing is
+    # left out.
+    done = python(RELEASED, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert done.stderr.split() == [str(20 * 10000 * 100), "0", "0"]
+
+
+STALLED = """
+import os, time, pylogsink
+start = time.monotonic()
+with pylogsink.capture_output(stderr=False):
+    for _ in range(30):
+        os.write(1, (b"s" * 99 + b"\\n") * 1000)
+os.write(2, b"took %f\\n" % (time.monotonic() - start))
+os._exit(0)
+"""
+
+
+def test_an_original_stdout_nobody_reads_costs_lines_not_a_hang() -> None:
+    # The child's stdout is a pipe that nobody reads until it exits: the
+    # drain thread waits for room at most the stall wait each time, so the
+    # writer and the end of the capture go on.
+    child = subprocess.Popen(
+        [sys.executable, "-c", STALLED], stdout=subprocess.PIPE, stderr=subprocess.PIPE
+    )
+    try:
+        assert child.wait(timeout=30) == 0
+        assert child.stderr is not None and child.stdout is not None
+        took = float(child.stderr.read().split()[1])
+        assert took < 10
+        out = child.stdout.read()
+        assert 0 < len(out) < 3_000_000
+        assert set(out.splitlines()) <= {b"s" * 99}
+    finally:
+        child.kill()
+        child.wait()
+
+
+WURLITZER = """
+import ctypes, wurlitzer
+libc = ctypes.PyDLL(None)
+data = (b"x" * 99 + b"\\n") * {lines}
+with wurlitzer.pipes() as (out, err):
+    libc.printf(b"%s", data)
+    libc.fflush(None)
+"""
+
+
+def test_the_same_inside_wurlitzer_pipes_hangs() -> None:
+    pytest.importorskip("wurlitzer")
+    with pytest.raises(subprocess.TimeoutExpired):
+        python(WURLITZER.format(lines=BIG_LINES), timeout=20)
+
+
+CRASH = """
+import contextlib, ctypes, io, pylogsink
+gil_libc = ctypes.PyDLL(None)
+with contextlib.redirect_stderr(io.StringIO()):
+    with pylogsink.capture_output():
+        text = b"drained before the crash\\nno line end yet"
+        gil_libc.write(2, text, len(text))
+        pylogsink.crash({kind!r})
+"""
+
+
+@pytest.mark.parametrize("kind", ["segv", "abort"])
+@pytest.mark.parametrize("handler", ["on", "off"])
+def test_a_crash_inside_a_capture_leaves_the_captured_text_on_the_original_fd2(kind: str, handler: str) -> None:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PYLOGSINK_")}
+    env["PYLOGSINK_DEMO_CRASH_HANDLER"] = handler
+    done = python(CRASH.format(kind=kind), timeout=60, env=env)
+    assert done.returncode == -{"segv": signal.SIGSEGV, "abort": signal.SIGABRT}[kind], done.stderr
+    if handler == "on":
+        assert "drained before the crash\n" in done.stderr
+        assert "no line end yet" in done.stderr
+        assert [r.split("] ", 1)[1] for r in records(done.stderr)] == [f"before the crash: line {i}" for i in range(3)]
+    else:
+        assert "drained before the crash" not in done.stderr, "without the handler it dies with the process"
+
+
+FORK = """
+import contextlib, io, os, sys, pylogsink
+buf = io.StringIO()
+with contextlib.redirect_stdout(buf):
+    with pylogsink.capture_output():
+        os.write(1, b"parent before\\n")
+        pid = os.fork()
+        if pid == 0:
+            active = pylogsink.output_capture_active()
+            os.write(1, b"child, capture active: %d\\n" % active)
+            os._exit(0)
+        _, status = os.waitpid(pid, 0)
+        os.write(1, b"parent after\\n")
+print("captured:", buf.getvalue().splitlines(), "child status", status, file=sys.stderr)
+"""
+
+
+def test_a_forked_child_writes_to_the_original_descriptors() -> None:
+    done = python(FORK, timeout=30)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == "child, capture active: 0\n"
+    assert "captured: ['parent before', 'parent after'] child status 0" in done.stderr
+
+
+def test_nested_captures_join_the_outer_one(capsys: pytest.CaptureFixture[str]) -> None:
+    with pylogsink.capture_output():
+        with pylogsink.capture_output(stdout=False):
+            os.write(1, b"inner\n")
+        assert pylogsink.output_capture_active()
+        os.write(1, b"outer\n")
+    assert not pylogsink.output_capture_active()
+    assert capsys.readouterr().out == "inner\nouter\n"
+
+
+def test_flush_puts_native_lines_before_what_python_prints_next(capsys: pytest.CaptureFixture[str]) -> None:
+    with pylogsink.capture_output():
+        for i in range(20):
+            libc.printf(b"native %d\n", i)  # C stdio: a pipe is fully buffered
+            pylogsink.flush_output_capture()
+            print(f"python {i}")
+    expected = [f"{kind} {i}" for i in range(20) for kind in ("native", "python")]
+    assert capsys.readouterr().out.splitlines() == expected
+
+
+def test_an_inner_capture_delivers_its_lines_before_it_ends(capsys: pytest.CaptureFixture[str]) -> None:
+    with pylogsink.capture_output():
+        with pylogsink.capture_output():
+            libc.printf(b"inner\n")
+        print("after the inner capture")
+    assert capsys.readouterr().out == "inner\nafter the inner capture\n"
+
+
+def test_start_and_stop_for_notebooks(capsys: pytest.CaptureFixture[str]) -> None:
+    assert pylogsink.start_output_capture() is True
+    try:
+        os.write(1, b"between\n")
+    finally:
+        pylogsink.stop_output_capture()
+    assert capsys.readouterr().out == "between\n"
+    pylogsink.stop_output_capture()  # a stray stop changes nothing
+
+
+# A real Jupyter kernel. ipykernel captures fd 1 and fd 2 itself only
+# without PYTEST_CURRENT_TEST in its environment (see test_jupyter.py).
+
+CAPTURE_KERNEL = ROOT / "tests" / "scripts" / "capture_kernel.py"
+
+
+def kernel(mode: str, env: dict[str, str], cell_timeout: float = 60) -> dict[str, object]:
+    pytest.importorskip("nbclient")
+    pytest.importorskip("ipykernel")
+    done = subprocess.run(
+        [sys.executable, str(CAPTURE_KERNEL), mode, str(cell_timeout)],
+        capture_output=True,
+        text=True,
+        timeout=cell_timeout + 120,
+        env=env,
+    )
+    assert done.returncode == 0, done.stderr
+    result = json.loads(done.stdout.strip().splitlines()[-1])
+    result["kernel_stdout"] = done.stdout
+    return result
+
+
+@pytest.mark.timeout(300)
+def test_a_cells_printf_inside_capture_shows_in_the_cell() -> None:
+    # With ipykernel's own fd capture off, C output goes past the cell
+    # unless pylogsink captures it.
+    env = dict(os.environ, PYTEST_CURRENT_TEST="capture")
+    result = kernel("printf", env)
+    assert result["timed_out"] is False and result["errors"] == []
+    cells = result["cells"]
+    assert isinstance(cells, list)
+    assert cells[1] == {"stdout": "from C, captured\n"}
+    assert cells[2] == {}, "not captured: not in the cell"
+    assert "from C, not captured" in str(result["kernel_stdout"])
+
+
+@pytest.mark.timeout(300)
+def test_load_ext_captures_every_cell() -> None:
+    env = dict(os.environ, PYTEST_CURRENT_TEST="capture")
+    result = kernel("ext", env)
+    assert result["timed_out"] is False and result["errors"] == []
+    cells = result["cells"]
+    assert isinstance(cells, list)
+    assert cells[1] == {"stdout": "from C, every cell\n"}
+
+
+@pytest.mark.timeout(300)
+def test_a_kernel_hangs_on_3mb_printed_with_the_gil_held(clean_env: dict[str, str]) -> None:
+    # Proves the next test's scenario is real: ipykernel's own fd capture.
+    assert kernel("raw_big", clean_env, cell_timeout=15)["timed_out"] is True
+
+
+@pytest.mark.timeout(300)
+def test_a_kernel_completes_3mb_printed_with_the_gil_held_inside_capture(clean_env: dict[str, str]) -> None:
+    result = kernel("big", clean_env)
+    assert result["timed_out"] is False and result["errors"] == []
+    cells = result["cells"]
+    assert isinstance(cells, list)
+    out = cells[1]["stdout"]
+    note, *rest = out.splitlines(keepends=True)
+    m = re.match(r"\[pylogsink\] (\d+) lines \((\d+) bytes\) left out here", note)
+    assert m, note
+    kept = [line for line in rest if line == LINE.decode()]
+    assert rest[len(kept)] == f"stats {m.group(1)}\n"
+    assert int(m.group(1)) + len(kept) == BIG_LINES
+
+
+# docs/capture.md: each block marked <!-- from FILE --> is FILE, and runs.
+
+DOC = ROOT / "docs" / "capture.md"
+BLOCK = re.compile(r"<!-- from (\S+) -->\n```python\n(.*?)```\n", re.S)
+
+
+def doc_blocks() -> list[tuple[str, str]]:
+    return BLOCK.findall(DOC.read_text())
+
+
+def test_the_docs_blocks_are_the_files_the_tests_run() -> None:
+    blocks = doc_blocks()
+    assert len(blocks) >= 2
+    for name, text in blocks:
+        assert (ROOT / name).read_text() == text, name
+
+
+@pytest.mark.parametrize("name", [name for name, _ in doc_blocks()] if DOC.exists() else [])
+def test_the_docs_examples_run(name: str, tmp_path: Path) -> None:
+    path = ROOT / name
+    if "pytest" in path.name:
+        command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(path)]
+    else:
+        command = [sys.executable, str(path)]
+    done = subprocess.run(command, capture_output=True, text=True, timeout=120, cwd=tmp_path)
+    assert done.returncode == 0, textwrap.indent(done.stdout + done.stderr, "  ")
