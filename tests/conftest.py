@@ -8,6 +8,7 @@ the same interpreter, with a timeout.
 from __future__ import annotations
 
 import contextlib
+import importlib
 import os
 import select
 import shutil
@@ -110,6 +111,15 @@ def build_extension(sources: Path, out: Path) -> Path:
     )
     assert done.returncode == 0, done.stdout + done.stderr
     return out
+
+
+def import_built(built: Path, name: str) -> ModuleType:
+    """The module ``name`` that :func:`build_extension` built in ``built``."""
+    sys.path.insert(0, str(built))
+    try:
+        return importlib.import_module(name)
+    finally:
+        sys.path.remove(str(built))
 
 
 @pytest.fixture

@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 import pylogsink
-from conftest import lines_while_running, records
+from conftest import build_extension, lines_while_running, records
 
 SOURCES = Path(__file__).parent / "c_abi"
 EXTENSIONS = ["c_rt", "cpp_rt"]
@@ -46,19 +46,7 @@ class SlowStderr:
 def built(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """Both extensions, built once: the test's own sources, and pylogsink's
     headers and library from the installed package (see setup.py)."""
-    out = tmp_path_factory.mktemp("c_abi")
-    for source in SOURCES.iterdir():
-        if source.is_file():
-            shutil.copy(source, out)
-    done = subprocess.run(
-        [sys.executable, "setup.py", "-q", "build_ext", "--inplace"],
-        cwd=out,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert done.returncode == 0, done.stdout + done.stderr
-    return out
+    return build_extension(SOURCES, tmp_path_factory.mktemp("c_abi"))
 
 
 @pytest.fixture

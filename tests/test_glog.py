@@ -19,7 +19,7 @@ from types import ModuleType
 import pytest
 
 import pylogsink
-from conftest import build_extension, logging_destination, records, require_debian_dev
+from conftest import build_extension, import_built, logging_destination, records, require_debian_dev
 
 require_debian_dev("libglog", "libgoogle-glog-dev")
 
@@ -34,11 +34,7 @@ def built(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture
 def rt(built: Path) -> Iterator[ModuleType]:
-    sys.path.insert(0, str(built))
-    try:
-        import glog_rt  # type: ignore[import-not-found]
-    finally:
-        sys.path.remove(str(built))
+    glog_rt = import_built(built, "glog_rt")
     yield glog_rt
 
 

@@ -19,7 +19,7 @@ from types import ModuleType
 import pytest
 
 import pylogsink
-from conftest import build_extension, records, require_debian_dev
+from conftest import build_extension, import_built, records, require_debian_dev
 
 require_debian_dev("spdlog", "libspdlog-dev")
 
@@ -34,11 +34,7 @@ def built(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture
 def rt(built: Path) -> Iterator[ModuleType]:
-    sys.path.insert(0, str(built))
-    try:
-        import spdlog_rt  # type: ignore[import-not-found]
-    finally:
-        sys.path.remove(str(built))
+    spdlog_rt = import_built(built, "spdlog_rt")
     before = spdlog_rt.log_filter()
     yield spdlog_rt
     spdlog_rt.set_log_filter(before)

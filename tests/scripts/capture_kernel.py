@@ -19,6 +19,8 @@ import nbformat
 from nbclient import NotebookClient
 from nbclient.exceptions import CellTimeoutError, DeadKernelError
 
+from cell_streams import streams
+
 SETUP = "import ctypes, pylogsink\nlibc = ctypes.CDLL(None)\ngil_libc = ctypes.PyDLL(None)\n"
 BIG = "data = (b'x' * 99 + b'\\n') * 30000\n"
 
@@ -40,15 +42,6 @@ CELLS = {
         "%unload_ext pylogsink\n",
     ],
 }
-
-
-def streams(outputs: list[dict[str, object]]) -> dict[str, str]:
-    found: dict[str, str] = {}
-    for out in outputs:
-        if out.get("output_type") == "stream":
-            name, text = str(out["name"]), str(out["text"])
-            found[name] = found.get(name, "") + text
-    return found
 
 
 def main() -> int:

@@ -19,15 +19,7 @@ import nbformat
 from nbclient import NotebookClient
 from nbclient.exceptions import CellTimeoutError, DeadKernelError
 
-
-def streams(outputs: list[dict[str, object]]) -> dict[str, str]:
-    """The text of each stream (stdout, stderr) of one cell."""
-    found: dict[str, str] = {}
-    for out in outputs:
-        if out.get("output_type") == "stream":
-            name, text = str(out["name"]), str(out["text"])
-            found[name] = found.get(name, "") + text
-    return found
+from cell_streams import streams
 
 
 def main() -> int:
