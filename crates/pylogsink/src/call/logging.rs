@@ -602,7 +602,7 @@ fn handle_note(py: Python<'_>, state: &State, name: &str, note: &str) -> PyResul
 fn run_thread(py: Python<'_>) {
     loop {
         let stop = || STOP.load(Ordering::Acquire);
-        let woken = py.detach(|| queue::wait(None, stop));
+        let woken = py.detach(|| queue::wait(stop));
         if woken == Woken::Stop {
             return;
         }
@@ -624,7 +624,7 @@ fn run_thread(py: Python<'_>) {
                 None => py.detach(|| std::thread::sleep(Duration::from_millis(1))),
             },
             Woken::Calls => deliver_live(py),
-            Woken::Stop | Woken::Timeout => {}
+            Woken::Stop => {}
         }
     }
 }

@@ -349,17 +349,14 @@ pub(crate) mod queue {
         Stop,
         /// Records wait in the queue.
         Queue,
-        /// Records wait in a call in progress.
+        /// Something else waits for Python ([`wake_for_calls`]).
         Calls,
-        /// The timeout passed.
-        Timeout,
     }
 
     /// Waits until records wait (in the queue), something else waits for
-    /// Python ([`wake_for_calls`]), `stop` says so, or `timeout` passes
-    /// (`None`: never).
-    pub(crate) fn wait(timeout: Option<Duration>, stop: impl Fn() -> bool) -> Woken {
-        let deadline = timeout.map(|t| Instant::now() + t);
+    /// Python ([`wake_for_calls`]), or `stop` says so. No timeout: every
+    /// wake takes the wait's lock first (see `notify`), so none is lost.
+    pub(crate) fn wait(stop: impl Fn() -> bool) -> Woken {
         let mut guard = lock(&WAKE_LOCK);
         loop {
             if stop() {
@@ -371,18 +368,7 @@ pub(crate) mod queue {
             if IN_CALLS.load(SeqCst) {
                 return Woken::Calls;
             }
-            guard = match deadline {
-                None => WAKE.wait(guard).unwrap_or_else(|e| e.into_inner()),
-                Some(deadline) => {
-                    let now = Instant::now();
-                    if now >= deadline {
-                        return Woken::Timeout;
-                    }
-                    WAKE.wait_timeout(guard, deadline - now)
-                        .unwrap_or_else(|e| e.into_inner())
-                        .0
-                }
-            };
+            guard = WAKE.wait(guard).unwrap_or_else(|e| e.into_inner());
         }
     }
 
