@@ -35,7 +35,7 @@ use crate::dest::capture::{hold_reading, CapturedTo, Lines, BUDGET, PARTIAL_MAX}
 use crate::dest::fd;
 use crate::dest::pending::queue::wake_for_calls;
 use crate::dest::{Kept, Taken};
-use crate::record::{lock, HeldForFork};
+use crate::record::{lock, lock_at_crash, HeldForFork};
 use std::io;
 use std::os::fd::RawFd;
 use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU64, Ordering};
@@ -619,8 +619,8 @@ fn pass_on(stream: &Stream, wait: Duration) -> bool {
 }
 
 /// Hands each stream's waiting lines to `text` with the descriptor they go
-/// to, for the crash handler: only tries the locks; returns how many were
-/// held.
+/// to, for the crash handler (see [`lock_at_crash`]); returns how many
+/// locks stayed held.
 pub(crate) fn visit(text: &mut dyn FnMut(i32, &Kept)) -> usize {
     let mut busy = 0;
     for stream in &STREAMS {
@@ -628,9 +628,9 @@ pub(crate) fn visit(text: &mut dyn FnMut(i32, &Kept)) -> usize {
         if saved < 0 {
             continue;
         }
-        match stream.waiting.try_lock() {
-            Ok(waiting) => text(saved, &waiting.kept),
-            Err(_) => busy += 1,
+        match lock_at_crash(&stream.waiting) {
+            Some(waiting) => text(saved, &waiting.kept),
+            None => busy += 1,
         }
     }
     busy
@@ -639,7 +639,7 @@ pub(crate) fn visit(text: &mut dyn FnMut(i32, &Kept)) -> usize {
 /// For the crash handler, after [`visit`]: hands `write` each stream's
 /// line not yet ended, then what is still in its pipe, with the
 /// descriptor it goes to. Async-signal-safe: a buffer on the stack, `read`
-/// on the non-blocking read end, locks only tried.
+/// on the non-blocking read end, locks as [`lock_at_crash`] takes them.
 pub(crate) fn write_rest_at_crash(write: &mut dyn FnMut(i32, &[u8])) {
     for stream in &STREAMS {
         if stream.active.load(Ordering::Acquire) {
@@ -654,7 +654,7 @@ fn rest_at_crash(stream: &Stream, write: &mut dyn FnMut(i32, &[u8])) {
     if saved < 0 {
         return;
     }
-    if let Ok(waiting) = stream.waiting.try_lock() {
+    if let Some(waiting) = lock_at_crash(&stream.waiting) {
         if !waiting.lines.partial().is_empty() {
             write(saved, waiting.lines.partial());
         }

@@ -12,9 +12,11 @@
 //! dump are unchanged.
 //!
 //! A signal handler may only make async-signal-safe calls: it allocates
-//! nothing, frees nothing and only tries locks (a buffer whose lock is held,
-//! by the thread that crashed inside a push say, is skipped and counted in
-//! a note). Records for `logging` are formatted into a buffer allocated
+//! nothing, frees nothing and never blocks on a lock: it tries each for at
+//! most 20 ms ([`lock_at_crash`]), since the other threads run on while it
+//! writes and one may hold a buffer for a moment; a buffer whose lock stays
+//! held, by the thread that crashed inside a push say, is skipped and
+//! counted in a note. Records for `logging` are formatted into a buffer allocated
 //! when the handler is installed.
 
 use super::capture::write_rest_at_crash;
@@ -26,7 +28,7 @@ use crate::dest::kept::{write_left_out_note, Limit};
 use crate::dest::pending::flight;
 use crate::dest::pending::PendingRecord;
 use crate::dest::CAP;
-use crate::record::lock;
+use crate::record::{lock, lock_at_crash};
 use std::sync::{Mutex, Once, OnceLock};
 use std::time::Instant;
 
@@ -122,7 +124,7 @@ fn write_waiting() {
             write_from_signal_handler(fd::stderr(), text, deadline);
         }
     };
-    let mut scratch = SCRATCH.try_lock().ok();
+    let mut scratch = lock_at_crash(&SCRATCH);
     let mut skipped = 0;
     let mut record = |fd: i32, record: &PendingRecord| match scratch.as_deref_mut() {
         // A target's bytes may be escaped, four for one: room for that too,

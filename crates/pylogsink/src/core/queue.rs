@@ -16,7 +16,7 @@ use crate::dest::fd;
 use crate::dest::pending::Batch;
 use crate::dest::route::{on_no_room, NoRoom, Sink};
 use crate::dest::{Kept, Taken, CAP};
-use crate::record::{lock, HeldForFork};
+use crate::record::{lock, lock_at_crash, HeldForFork};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Mutex, MutexGuard};
 use std::time::Duration;
@@ -232,14 +232,15 @@ pub(crate) fn append(taken: Taken) {
     }
 }
 
-/// Hands the queue to `text`, from a signal handler: the lock is only
-/// tried. Returns 1 if it was held, else 0.
+/// Hands the queue and the lines for a replaced stream to `text`, from a
+/// signal handler (see [`lock_at_crash`]). Returns how many locks stayed
+/// held.
 pub(crate) fn visit(text: &mut dyn FnMut(&Kept)) -> usize {
     let mut busy = 0;
     for buffer in [&QUEUE, &FOR_STREAM] {
-        match buffer.try_lock() {
-            Ok(lines) => text(&lines),
-            Err(_) => busy += 1,
+        match lock_at_crash(buffer) {
+            Some(lines) => text(&lines),
+            None => busy += 1,
         }
     }
     busy

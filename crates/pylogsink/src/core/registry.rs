@@ -4,16 +4,16 @@
 //! crashes while the call is in progress (a daemon thread inside a call at
 //! exit, a segfault in another thread). So each thread registers its
 //! [`Shared`] state here, weakly, and the exit flush, the crash handler
-//! and `stats` walk the registry. Everything that runs at exit or in a
-//! signal handler only tries the locks: a thread frozen while it held one
-//! is skipped rather than hang the exit.
+//! and `stats` walk the registry. Everything that runs at exit only tries
+//! the locks, and the crash handler waits for one at most a moment: a
+//! thread frozen while it held one is skipped rather than hang the exit.
 
 use super::shared::Shared;
 use super::stats::EMITTED_ELSEWHERE;
 use super::{capture, queue};
 use crate::dest::pending::{self, Batch, Pending};
 use crate::dest::Kept;
-use crate::record::{lock, HeldForFork};
+use crate::record::{lock, lock_at_crash, HeldForFork};
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex, Once, Weak};
 use std::time::Duration;
@@ -108,15 +108,15 @@ pub(crate) fn live_threads() -> Vec<Arc<Shared>> {
 /// Hands what waits to `text` and `record`, with the descriptor it goes to
 /// (-1: fd 2), for the crash handler: the queues first, then every
 /// thread's kept lines and records for `logging`. It allocates and frees
-/// nothing and only tries locks; returns how many buffers it skipped
-/// because their lock was held.
+/// nothing and never blocks on a lock ([`lock_at_crash`]); returns how
+/// many buffers it skipped because their lock stayed held.
 pub(crate) fn visit_waiting(
     text: &mut dyn FnMut(i32, &Kept),
     records: &mut dyn FnMut(i32, &Pending),
 ) -> usize {
     let mut busy = pending::queue::visit(&mut |p| records(-1, p));
     busy += queue::visit(&mut |lines| text(-1, lines));
-    let Ok(registry) = REGISTRY.try_lock() else {
+    let Some(registry) = lock_at_crash(&REGISTRY) else {
         return busy + 1 + capture::visit(text);
     };
     for weak in registry.iter() {
@@ -124,13 +124,13 @@ pub(crate) fn visit_waiting(
             continue;
         };
         let fd = shared.crash_fd.load(Ordering::Relaxed);
-        match shared.kept.try_lock() {
-            Ok(kept) => text(fd, &kept),
-            Err(_) => busy += 1,
+        match lock_at_crash(&shared.kept) {
+            Some(kept) => text(fd, &kept),
+            None => busy += 1,
         }
-        match shared.pending.try_lock() {
-            Ok(pending) => records(fd, &pending),
-            Err(_) => busy += 1,
+        match lock_at_crash(&shared.pending) {
+            Some(pending) => records(fd, &pending),
+            None => busy += 1,
         }
         // Dropping what may be the last reference would free memory.
         std::mem::forget(shared);

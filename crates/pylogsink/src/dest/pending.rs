@@ -286,7 +286,7 @@ impl Pending {
 /// until they have been handed over.
 pub(crate) mod queue {
     use super::{Batch, Pending, PendingRecord};
-    use crate::record::{lock, HeldForFork};
+    use crate::record::{lock, lock_at_crash, HeldForFork};
     use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering::SeqCst};
     use std::sync::{Condvar, Mutex, MutexGuard};
     use std::time::{Duration, Instant};
@@ -413,15 +413,15 @@ pub(crate) mod queue {
         }
     }
 
-    /// Hands the records that wait to `f`, from a signal handler: the
-    /// lock is only tried. Returns 1 if it was held, else 0.
+    /// Hands the records that wait to `f`, from a signal handler (see
+    /// [`lock_at_crash`]). Returns 1 if the lock stayed held, else 0.
     pub(crate) fn visit(f: &mut dyn FnMut(&Pending)) -> usize {
-        match QUEUE.try_lock() {
-            Ok(queue) => {
+        match lock_at_crash(&QUEUE) {
+            Some(queue) => {
                 f(&queue);
                 0
             }
-            Err(_) => 1,
+            None => 1,
         }
     }
 
@@ -493,7 +493,7 @@ pub(crate) mod queue {
 /// the crash handler writes the rest.
 pub(crate) mod flight {
     use super::{Batch, PendingRecord};
-    use crate::record::{lock, HeldForFork};
+    use crate::record::{lock, lock_at_crash, HeldForFork};
     use std::sync::atomic::{AtomicUsize, Ordering};
     use std::sync::{Arc, Mutex};
 
@@ -541,10 +541,10 @@ pub(crate) mod flight {
     }
 
     /// Hands the records not handed yet of each batch in flight to `f`,
-    /// from a signal handler: the lock is only tried, nothing is allocated
-    /// or freed. Returns 1 if the lock was held, else 0.
+    /// from a signal handler (see [`lock_at_crash`]): nothing is allocated
+    /// or freed. Returns 1 if the lock stayed held, else 0.
     pub(crate) fn visit(f: &mut dyn FnMut(&[PendingRecord])) -> usize {
-        let Ok(flights) = FLIGHTS.try_lock() else {
+        let Some(flights) = lock_at_crash(&FLIGHTS) else {
             return 1;
         };
         for flight in flights.iter() {

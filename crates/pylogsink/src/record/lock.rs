@@ -6,12 +6,43 @@
 //! whatever point a panic left it at (buffers of whole lines, counters), so
 //! a poisoned lock is taken as it is.
 
-use std::sync::{Mutex, MutexGuard};
+use std::sync::{Mutex, MutexGuard, TryLockError};
+use std::time::{Duration, Instant};
 
 /// Takes `mutex`, poisoned or not.
 #[inline]
 pub(crate) fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
     mutex.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// How long [`lock_at_crash`] waits for a lock another thread holds.
+const CRASH_WAIT: Duration = Duration::from_millis(20);
+
+/// Takes `mutex` from a signal handler, poisoned or not, if it comes free
+/// within 20 ms: the other threads go on running while a crashing thread
+/// writes what waits, and one of them (the drain thread of an output
+/// capture, a thread handing its line over) may hold a buffer's lock for
+/// a moment. None if it stays held, as it does when the crashing thread
+/// itself holds it. Async-signal-safe: `try_lock` never blocks,
+/// `clock_gettime` and `nanosleep` are on POSIX's list.
+pub(crate) fn lock_at_crash<T>(mutex: &Mutex<T>) -> Option<MutexGuard<'_, T>> {
+    let deadline = Instant::now() + CRASH_WAIT;
+    loop {
+        match mutex.try_lock() {
+            Ok(guard) => return Some(guard),
+            Err(TryLockError::Poisoned(e)) => return Some(e.into_inner()),
+            Err(TryLockError::WouldBlock) if Instant::now() < deadline => {
+                let pause = libc::timespec {
+                    tv_sec: 0,
+                    tv_nsec: 100_000,
+                };
+                // SAFETY: `pause` is a valid timespec; the remainder
+                // pointer may be null.
+                unsafe { libc::nanosleep(&pause, std::ptr::null_mut()) };
+            }
+            Err(TryLockError::WouldBlock) => return None,
+        }
+    }
 }
 
 /// A lock taken just before `fork()` and released just after it, in both
@@ -50,5 +81,26 @@ mod tests {
         assert!(m.is_poisoned());
         *lock(&m) += 1;
         assert_eq!(*lock(&m), 2);
+        assert_eq!(lock_at_crash(&m).map(|g| *g), Some(2));
+    }
+
+    #[test]
+    fn a_lock_held_a_moment_is_taken_at_a_crash_and_one_held_on_is_not() {
+        let m = Mutex::new(0);
+        std::thread::scope(|s| {
+            let (tx, rx) = std::sync::mpsc::channel();
+            let m = &m;
+            s.spawn(move || {
+                let _held = lock(m);
+                tx.send(()).unwrap();
+                std::thread::sleep(Duration::from_millis(2));
+            });
+            rx.recv().unwrap();
+            assert!(lock_at_crash(m).is_some());
+        });
+        let _held = lock(&m);
+        let started = Instant::now();
+        assert!(lock_at_crash(&m).is_none());
+        assert!(started.elapsed() >= CRASH_WAIT);
     }
 }

@@ -17,7 +17,7 @@ pub(crate) use fields::Fields;
 pub(crate) use level::Level;
 #[cfg(test)]
 pub(crate) use lock::serial;
-pub(crate) use lock::{hold_for_fork, lock, HeldForFork};
+pub(crate) use lock::{hold_for_fork, lock, lock_at_crash, HeldForFork};
 
 /// One log record, as a front end hands it over.
 ///
