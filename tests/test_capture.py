@@ -5,7 +5,9 @@ that no writer hangs whatever the GIL is doing."""
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
+import io
 import json
 import os
 import re
@@ -13,6 +15,7 @@ import signal
 import subprocess
 import sys
 import textwrap
+import threading
 from pathlib import Path
 
 import pytest
@@ -294,6 +297,7 @@ with contextlib.redirect_stdout(buf):
         if pid == 0:
             active = pylogsink.output_capture_active()
             os.write(1, b"child, capture active: %d\\n" % active)
+            os.write(1, b"child, stdout is the parent's: %d\\n" % (sys.stdout is buf))
             os._exit(0)
         _, status = os.waitpid(pid, 0)
         os.write(1, b"parent after\\n")
@@ -304,7 +308,7 @@ print("captured:", buf.getvalue().splitlines(), "child status", status, file=sys
 def test_a_forked_child_writes_to_the_original_descriptors() -> None:
     done = python(FORK, timeout=30)
     assert done.returncode == 0, done.stderr
-    assert done.stdout == "child, capture active: 0\n"
+    assert done.stdout == "child, capture active: 0\nchild, stdout is the parent's: 1\n"
     assert "captured: ['parent before', 'parent after'] child status 0" in done.stderr
 
 
@@ -326,6 +330,126 @@ def test_flush_puts_native_lines_before_what_python_prints_next(capsys: pytest.C
             print(f"python {i}")
     expected = [f"{kind} {i}" for i in range(20) for kind in ("native", "python")]
     assert capsys.readouterr().out.splitlines() == expected
+
+
+def test_print_and_line_buffered_printf_come_out_in_the_order_written(capsys: pytest.CaptureFixture[str]) -> None:
+    stdout = ctypes.c_void_p.in_dll(libc, "stdout")
+    with pylogsink.capture_output():
+        libc.setvbuf(stdout, None, 1, 0)  # _IOLBF, as on a terminal
+        for i in range(300):
+            libc.printf(b"c %d\n", i)
+            print(f"py {i}")
+            os.write(2, b"w %d\n" % i)
+            print(f"py {i}", file=sys.stderr)
+    out, err = capsys.readouterr()
+    assert out.splitlines() == [f"{kind} {i}" for i in range(300) for kind in ("c", "py")]
+    assert err.splitlines() == [f"{kind} {i}" for i in range(300) for kind in ("w", "py")]
+
+
+def test_print_and_native_writes_keep_their_order_from_threads_and_a_released_gil() -> None:
+    # Native writes made with the GIL released (ctypes.CDLL), on several
+    # threads, each followed by a print of its own: each print comes after
+    # its thread's native line.
+    buf = io.StringIO()
+    with contextlib.redirect_stdout(buf):
+        with pylogsink.capture_output(stderr=False):
+
+            def work(t: int) -> None:
+                for i in range(200):
+                    line = b"native %d %d\n" % (t, i)
+                    libc.write(1, line, len(line))
+                    sys.stdout.write(f"python {t} {i}\n")  # print's two writes would interleave
+
+            threads = [threading.Thread(target=work, args=(t,)) for t in range(4)]
+            for thread in threads:
+                thread.start()
+            for thread in threads:
+                thread.join()
+    lines = buf.getvalue().splitlines()
+    assert sorted(lines) == sorted(f"{kind} {t} {i}" for t in range(4) for i in range(200) for kind in ("native", "python"))
+    for t in range(4):
+        mine = [line for line in lines if line.split()[1] == str(t)]
+        assert mine == [f"{kind} {t} {i}" for i in range(200) for kind in ("native", "python")]
+
+
+WURLITZER_ORDER = """
+import contextlib, ctypes, io, sys, wurlitzer
+libc = ctypes.CDLL(None)
+libc.setvbuf(ctypes.c_void_p.in_dll(libc, "stdout"), None, 1, 0)
+buf = io.StringIO()
+with contextlib.redirect_stdout(buf), wurlitzer.pipes(stdout=buf, stderr=None):
+    for i in range(300):
+        libc.printf(b"c %d\\n", i)
+        print(f"py {i}")
+sys.stdout.write(buf.getvalue())
+"""
+
+
+def test_the_same_through_wurlitzer_pipes_comes_out_of_order() -> None:
+    pytest.importorskip("wurlitzer")
+    done = python(WURLITZER_ORDER, timeout=60)
+    assert done.returncode == 0, done.stderr
+    in_order = "".join(f"{kind} {i}\n" for i in range(300) for kind in ("c", "py"))
+    assert sorted(done.stdout) == sorted(in_order), "every byte there"
+    assert done.stdout != in_order, "but not in the order written"
+
+
+def test_the_front_goes_at_the_end_and_a_stream_replaced_inside_stays_its_replacers(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    before = sys.stdout
+    with pylogsink.capture_output():
+        assert sys.stdout is not before, "a front before capsys's stream"
+        assert sys.stdout.encoding == before.encoding
+        inner = io.StringIO()
+        with contextlib.redirect_stdout(inner):
+            print("to the inner stream")
+    assert sys.stdout is before
+    assert inner.getvalue() == "to the inner stream\n"
+    with contextlib.redirect_stdout(io.StringIO()):
+        pylogsink.start_output_capture()
+        swapped = io.StringIO()
+        sys.stdout = swapped
+        pylogsink.stop_output_capture()
+        assert sys.stdout is swapped
+
+
+LOOPING_STREAM = """
+import contextlib, ctypes, sys, pylogsink
+
+class Kept:
+    def __init__(self):
+        self.text = []
+    def write(self, text):
+        self.text.append(text)
+        return len(text)
+    def flush(self):
+        pass
+
+class Warns(Kept):
+    # A stream whose write prints to sys.stderr, while pylogsink hands it
+    # captured lines.
+    def write(self, text):
+        print("warned", file=sys.stderr)
+        return super().write(text)
+
+out, err = Warns(), Kept()
+libc = ctypes.CDLL(None)
+with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+    with pylogsink.capture_output():
+        for i in range(50):
+            libc.write(2, b"native err\\n", 11)
+            libc.write(1, b"native out\\n", 11)
+            print("python out")
+out, err = "".join(out.text), "".join(err.text)
+print(out.count("native out"), out.count("python out"), err.count("native err"), file=sys.__stderr__)
+"""
+
+
+def test_a_stream_that_prints_to_the_other_stream_does_not_hang() -> None:
+    done = python(LOOPING_STREAM, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert done.stderr.split()[-3:] == ["50", "50", "50"]
 
 
 def test_an_inner_capture_delivers_its_lines_before_it_ends(capsys: pytest.CaptureFixture[str]) -> None:
@@ -380,6 +504,24 @@ def test_a_cells_printf_inside_capture_shows_in_the_cell() -> None:
     assert cells[1] == {"stdout": "from C, captured\n"}
     assert cells[2] == {}, "not captured: not in the cell"
     assert "from C, not captured" in str(result["kernel_stdout"])
+
+
+@pytest.mark.timeout(300)
+@pytest.mark.parametrize("fd_capture", ["on", "off"])
+def test_a_cells_native_and_python_lines_come_once_in_order(fd_capture: str, clean_env: dict[str, str]) -> None:
+    # ipykernel's own fd capture (on without PYTEST_CURRENT_TEST) is
+    # displaced while pylogsink's runs: each line once, either way.
+    env = clean_env if fd_capture == "on" else dict(os.environ, PYTEST_CURRENT_TEST="capture")
+    result = kernel("mixed", env)
+    assert result["timed_out"] is False and result["errors"] == []
+    cells = result["cells"]
+    assert isinstance(cells, list)
+    out = cells[1]["stdout"].splitlines()
+    assert out == [line for i in range(20) for line in (f"c {i}", f"py {i}", f"printed: both {i}")]
+    err = cells[1]["stderr"].splitlines()
+    assert [line if line.startswith("w ") else line.split("] ", 1)[1] for line in err] == [
+        line for i in range(20) for line in (f"w {i}", f"logged: both {i}")
+    ]
 
 
 @pytest.mark.timeout(300)

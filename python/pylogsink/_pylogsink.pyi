@@ -99,6 +99,13 @@ def flush_output_capture() -> None:
 def output_capture_active() -> bool:
     """Whether an output capture is on."""
 
+def _output_capture_to_python(fd: int) -> bool:
+    """Whether captured descriptor ``fd``'s lines go to a Python stream."""
+
+def _before_python_write(fd: int) -> None:
+    """What native code wrote to ``fd`` before goes to its Python stream
+    first."""
+
 def noop() -> None:
     """Does nothing: the cost of a bare binding call."""
 

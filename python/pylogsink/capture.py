@@ -7,16 +7,26 @@ notebook's cell never see it. ``capture_output()`` points fd 1 and fd 2 at
 pipes that a native thread drains without the GIL (a writer never blocks,
 whatever Python is doing), and hands each line to ``sys.stdout`` /
 ``sys.stderr`` where Python replaced them, or to the original descriptors.
+Where it hands them to Python, a front is put before that stream for the
+capture's time, so that what Python prints comes after what native code
+wrote before it.
 """
 
 from __future__ import annotations
 
 import atexit
 import contextlib
+import os
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
+from typing import Any
 
-from pylogsink._pylogsink import flush_output_capture, output_capture_active
+from pylogsink._pylogsink import (
+    _before_python_write,
+    _output_capture_to_python,
+    flush_output_capture,
+    output_capture_active,
+)
 from pylogsink._pylogsink import start_output_capture as _start
 from pylogsink._pylogsink import stop_output_capture as _stop
 
@@ -31,9 +41,62 @@ __all__ = [
 _exit_registered = False
 
 
+class _InOrder:
+    """``sys.stdout`` / ``sys.stderr`` while a capture hands native lines to
+    the stream it replaced: each write first lets through what native code
+    wrote to the same descriptor before, so that ``print`` and C's
+    line-buffered ``printf`` come out in the order written. Everything else
+    is the stream's own."""
+
+    def __init__(self, stream: Any, fd: int) -> None:
+        self._stream = stream
+        self._fd = fd
+
+    def write(self, text: str) -> int:
+        _before_python_write(self._fd)
+        return self._stream.write(text)  # type: ignore[no-any-return]
+
+    def writelines(self, lines: Iterable[str]) -> None:
+        _before_python_write(self._fd)
+        self._stream.writelines(lines)
+
+    def flush(self) -> None:
+        _before_python_write(self._fd)
+        self._stream.flush()
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._stream, name)
+
+
+# The streams put in front of sys.stdout / sys.stderr: (name, front, stream).
+_fronts: list[tuple[str, _InOrder, Any]] = []
+
+
+def _put_fronts() -> None:
+    for name, fd in (("stdout", 1), ("stderr", 2)):
+        if _output_capture_to_python(fd):
+            stream = getattr(sys, name)
+            front = _InOrder(stream, fd)
+            setattr(sys, name, front)
+            _fronts.append((name, front, stream))
+
+
+def _take_fronts() -> None:
+    while _fronts:
+        name, front, stream = _fronts.pop()
+        # One that was replaced since stays (its replacer puts it back).
+        if getattr(sys, name) is front:
+            setattr(sys, name, stream)
+
+
+# A forked child starts with no capture.
+os.register_at_fork(after_in_child=_take_fronts)
+
+
 def _stop_at_exit() -> None:
     while output_capture_active():
         _stop()
+    _take_fronts()
 
 
 def start_output_capture(stdout: bool = True, stderr: bool = True) -> bool:
@@ -48,7 +111,10 @@ def start_output_capture(stdout: bool = True, stderr: bool = True) -> bool:
     if not _exit_registered:
         atexit.register(_stop_at_exit)
         _exit_registered = True
-    return _start(stdout, stderr)
+    began = _start(stdout, stderr)
+    if began:
+        _put_fronts()
+    return began
 
 
 def stop_output_capture() -> None:
@@ -56,6 +122,8 @@ def stop_output_capture() -> None:
     point at what they were before, and every line written before that is
     delivered."""
     _stop()
+    if not output_capture_active():
+        _take_fronts()
 
 
 @contextlib.contextmanager

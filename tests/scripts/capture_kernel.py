@@ -6,7 +6,9 @@ by nbclient) and prints each cell's streams as JSON.
 MODE "printf": a C printf inside pylogsink.capture_output(), then the same
 without it. "big": 3 MB printed by C with the GIL held (ctypes.PyDLL) inside
 capture_output(). "raw_big": the same without it. "ext": %load_ext pylogsink,
-then a cell that printf's. Whether ipykernel captures fd 1 and fd 2 itself
+then a cell that printf's. "mixed": inside capture_output(), C's
+line-buffered printf, Python's print, os.write(2) and an extension that
+logs through pylogsink and printf's, 20 rounds. Whether ipykernel captures fd 1 and fd 2 itself
 depends on PYTEST_CURRENT_TEST in the environment, which the caller sets.
 """
 
@@ -36,6 +38,15 @@ CELLS = {
         "print('stats', pylogsink.log_stats()['left_out'])\n",
     ],
     "raw_big": [SETUP + BIG, "gil_libc.printf(b'%s', data); gil_libc.fflush(None)\n"],
+    "mixed": [
+        SETUP + "import os\nlibc.setvbuf(ctypes.c_void_p.in_dll(libc, 'stdout'), None, 1, 0)\n",
+        "with pylogsink.capture_output():\n"
+        "    for i in range(20):\n"
+        "        libc.printf(b'c %d\\n', i)\n"
+        "        print(f'py {i}')\n"
+        "        os.write(2, b'w %d\\n' % i)\n"
+        "        pylogsink.log_and_printf(f'both {i}')\n",
+    ],
     "ext": [
         SETUP + "%load_ext pylogsink\n",
         "libc.printf(b'from C, every cell\\n')\n",

@@ -126,7 +126,9 @@ fn log_stats(py: Python<'_>) -> PyResult<Bound<'_, PyDict>> {
 /// Python replaced them (pytest's capture, a notebook's cell), else to the
 /// original descriptors. One
 /// capture per process: add these to one module only (the `pylogsink`
-/// package has them, with the `capture_output()` context manager).
+/// package has them, with the `capture_output()` context manager, which
+/// also uses the private `_output_capture_to_python` and
+/// `_before_python_write`).
 ///
 /// Their stubs:
 ///
@@ -147,7 +149,9 @@ pub fn add_capture_functions(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(start_output_capture, m)?)?;
     m.add_function(wrap_pyfunction!(stop_output_capture, m)?)?;
     m.add_function(wrap_pyfunction!(flush_output_capture, m)?)?;
-    m.add_function(wrap_pyfunction!(output_capture_active, m)?)
+    m.add_function(wrap_pyfunction!(output_capture_active, m)?)?;
+    m.add_function(wrap_pyfunction!(_output_capture_to_python, m)?)?;
+    m.add_function(wrap_pyfunction!(_before_python_write, m)?)
 }
 
 /// Points fd 1 (`stdout`) and/or fd 2 (`stderr`) at pipes that a native
@@ -178,4 +182,19 @@ fn flush_output_capture(py: Python<'_>) {
 #[pyfunction]
 fn output_capture_active() -> bool {
     capture::active()
+}
+
+/// Whether captured descriptor `fd`'s lines go to a Python stream (the
+/// one `sys.stdout` / `sys.stderr` was when the capture began).
+#[pyfunction]
+fn _output_capture_to_python(fd: i32) -> bool {
+    capture::to_python(fd)
+}
+
+/// To call before Python writes to the stream that gets captured
+/// descriptor `fd`'s lines: what native code wrote to `fd` before goes
+/// there first.
+#[pyfunction]
+fn _before_python_write(py: Python<'_>, fd: i32) {
+    capture::before_python_write(py, fd)
 }

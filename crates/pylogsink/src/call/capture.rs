@@ -14,6 +14,7 @@ use crate::core::stats::count_noted;
 use crate::dest::capture::{captured_to, CapturedTo};
 use crate::record::lock;
 use pyo3::prelude::*;
+use std::cell::Cell;
 use std::sync::{Condvar, Mutex};
 
 /// The Python streams that get the lines of fd 1 and fd 2, where
@@ -27,11 +28,18 @@ static STREAMS: Mutex<[Option<Py<PyAny>>; 2]> = Mutex::new([None, None]);
 static WRITING: Mutex<bool> = Mutex::new(false);
 static WRITTEN: Condvar = Condvar::new();
 
+thread_local! {
+    /// This thread holds [`WRITING`]: a stream whose `write` prints to
+    /// `sys.stdout` must not wait for it ([`before_python_write`]).
+    static HOLDS_WRITING: Cell<bool> = const { Cell::new(false) };
+}
+
 /// Lets [`WRITING`] go when dropped.
 struct Writing;
 
 impl Drop for Writing {
     fn drop(&mut self) {
+        HOLDS_WRITING.set(false);
         *lock(&WRITING) = false;
         WRITTEN.notify_all();
     }
@@ -47,6 +55,7 @@ fn writing(py: Python<'_>) -> Writing {
         }
         *busy = true;
     });
+    HOLDS_WRITING.set(true);
     Writing
 }
 
@@ -131,6 +140,41 @@ pub(crate) fn stop(py: Python<'_>) -> PyResult<()> {
 pub(crate) fn flush(py: Python<'_>) {
     py.detach(capture::sync);
     deliver(py);
+}
+
+/// Called before Python writes to the stream that gets captured
+/// descriptor `fd`'s lines: what native code wrote to `fd` before goes to
+/// the stream first, so that Python's `print` and C's line-buffered
+/// `printf` come out in the order written. Costs an `ioctl` when nothing
+/// waits; never waits for the drain thread.
+pub(crate) fn before_python_write(py: Python<'_>, fd: i32) {
+    let index = match fd {
+        1 => STDOUT,
+        2 => STDERR,
+        _ => return,
+    };
+    if HOLDS_WRITING.get() || (!capture::may_wait(index) && !*lock(&WRITING)) {
+        return;
+    }
+    let mut left = None;
+    loop {
+        let done = py.detach(|| capture::catch_up(index, &mut left));
+        deliver(py);
+        if done {
+            break;
+        }
+    }
+    // A hand-over under way on another thread finishes first.
+    drop(writing(py));
+}
+
+/// Whether the lines of captured descriptor `fd` go to a Python stream.
+pub(crate) fn to_python(fd: i32) -> bool {
+    match fd {
+        1 => capture::to_python(STDOUT),
+        2 => capture::to_python(STDERR),
+        _ => false,
+    }
 }
 
 /// Whether a capture is on.

@@ -84,6 +84,11 @@ pub(crate) struct Stream {
     takes: AtomicU64,
     /// The drain thread leaves the pipe unread until Python takes lines.
     paused: AtomicBool,
+    /// Held by whoever reads the pipe (the drain thread, or a Python
+    /// write that catches up first, [`catch_up`]) until what it read is in
+    /// `waiting`, and by whoever closes the pipe: the bytes go into lines in
+    /// the order written, and a read end is never used after its close.
+    reading: Mutex<()>,
     waiting: Mutex<Waiting>,
 }
 
@@ -104,6 +109,7 @@ impl Stream {
             pending: AtomicBool::new(false),
             takes: AtomicU64::new(0),
             paused: AtomicBool::new(false),
+            reading: Mutex::new(()),
             waiting: Mutex::new(Waiting {
                 kept: Kept::with_cap(BUDGET),
                 lines: Lines::new(),
@@ -251,10 +257,12 @@ fn restore(stream: &Stream) {
 /// Restores `stream` and closes its pipe (the drain thread is gone).
 fn end(stream: &Stream) {
     restore(stream);
+    let reading = lock(&stream.reading);
     let read = stream.read.swap(-1, Ordering::Relaxed);
     if read >= 0 {
         close_all(&[read]);
     }
+    drop(reading);
     stream.paused.store(false, Ordering::Release);
     stream.active.store(false, Ordering::Release);
 }
@@ -530,6 +538,99 @@ pub(crate) fn sync() {
     }
 }
 
+/// Whether anything written to the captured descriptor `index` before
+/// this call may still be on its way to Python: in the pipe, read but not
+/// yet cut into lines, or in lines that wait for Python. A false answer is
+/// final for what was written before: the bytes only move on, and only a
+/// thread that holds the GIL hands them to Python (one under way is
+/// [`crate::call::capture`]'s to wait for). A line not yet ended does not
+/// count: it waits for its end. Costs an `ioctl` while a capture is on.
+pub(crate) fn may_wait(index: usize) -> bool {
+    if !to_python(index) {
+        return false;
+    }
+    let stream = &STREAMS[index];
+    // Looked at in the order the bytes move: the pipe, a reader's hands,
+    // the lines that wait.
+    if unread(stream) > 0 {
+        return true;
+    }
+    stream.reading.try_lock().is_err() || !lock(&stream.waiting).kept.is_empty()
+}
+
+/// Whether captured descriptor `index`'s lines go to Python now.
+pub(crate) fn to_python(index: usize) -> bool {
+    let stream = &STREAMS[index];
+    stream.active.load(Ordering::Acquire) && stream.to_python.load(Ordering::Relaxed)
+}
+
+/// How many bytes wait in `stream`'s pipe (0 without one).
+fn unread(stream: &Stream) -> usize {
+    let _reading = lock(&stream.reading);
+    let read = stream.read.load(Ordering::Acquire);
+    let mut unread: libc::c_int = 0;
+    // SAFETY: FIONREAD writes one int through a valid pointer; `read` is
+    // the pipe's open read end, closed only under `reading`.
+    if read < 0 || unsafe { libc::ioctl(read, libc::FIONREAD, &mut unread) } != 0 {
+        return 0;
+    }
+    usize::try_from(unread).unwrap_or(0)
+}
+
+/// Reads what waits in the pipe of captured descriptor `index` into its
+/// lines for Python, as the drain thread would, but at once: for a Python
+/// write to the same stream, which must come after it. `left` is how much
+/// is still to read of what was there at the first call (set then); each
+/// call reads no more than the budget has room for, so the caller hands
+/// the lines to Python and calls again while it returns false.
+pub(crate) fn catch_up(index: usize, left: &mut Option<usize>) -> bool {
+    let stream = &STREAMS[index];
+    let _reading = lock(&stream.reading);
+    let read = stream.read.load(Ordering::Acquire);
+    if read < 0 || !stream.to_python.load(Ordering::Relaxed) {
+        return true;
+    }
+    let left = left.get_or_insert_with(|| {
+        let mut unread: libc::c_int = 0;
+        // SAFETY: as in `unread`; `reading` is held.
+        let asked = unsafe { libc::ioctl(read, libc::FIONREAD, &mut unread) };
+        if asked == 0 {
+            usize::try_from(unread).unwrap_or(0)
+        } else {
+            0
+        }
+    });
+    let kept = lock(&stream.waiting).kept.len_bytes();
+    let mut room = BUDGET.saturating_sub(kept + PARTIAL_MAX).min(*left);
+    let mut chunk = [0u8; 4096];
+    while room > 0 {
+        let size = chunk.len().min(room);
+        // SAFETY: `chunk` is valid for writes of `size` bytes; `read` is
+        // the non-blocking read end, open while `reading` is held.
+        let n = unsafe { libc::read(read, chunk.as_mut_ptr().cast(), size) };
+        if n < 0 && io::Error::last_os_error().kind() == io::ErrorKind::Interrupted {
+            continue;
+        }
+        if n <= 0 {
+            // The pipe failed: nothing to wait for.
+            *left = 0;
+            break;
+        }
+        let n = n as usize;
+        room -= n;
+        *left -= n;
+        let mut waiting = lock(&stream.waiting);
+        let Waiting { kept, lines } = &mut *waiting;
+        lines.feed(&chunk[..n], Instant::now(), &mut |text, rest| {
+            kept.push_text_from(text, rest)
+        });
+    }
+    if !lock(&stream.waiting).kept.is_empty() {
+        stream.pending.store(true, Ordering::Release);
+    }
+    *left == 0
+}
+
 /// Whether to leave `stream`'s pipe unread for now: its lines for Python
 /// fill the budget and Python keeps taking them ([`hold_reading`]).
 fn pause(stream: &Stream, held: &mut Option<(u64, Instant)>, now: Instant) -> bool {
@@ -562,6 +663,7 @@ enum Read {
 /// Reads `read` until it is empty or `limit` bytes came, and cuts what
 /// came into lines.
 fn read_pipe(stream: &Stream, read: RawFd, buffer: &mut [u8], limit: usize) -> Read {
+    let _reading = lock(&stream.reading);
     let mut total = 0;
     while total < limit {
         let size = buffer.len().min(limit - total);
@@ -680,9 +782,12 @@ fn rest_at_crash(stream: &Stream, write: &mut dyn FnMut(i32, &[u8])) {
 /// originals, its pipes are closed, and what waited is the parent's.
 pub(crate) fn hold_for_fork() -> HeldForFork {
     let mut state = lock(&STATE);
+    let reading = STREAMS.each_ref().map(|s| lock(&s.reading));
     let mut out = lock(&STREAMS[STDOUT].waiting);
     let mut err = lock(&STREAMS[STDERR].waiting);
     Box::new(move |child| {
+        // `end` takes them again; the child has one thread.
+        drop(reading);
         if child {
             for (stream, waiting) in STREAMS.iter().zip([&mut *out, &mut *err]) {
                 end(stream);
