@@ -34,7 +34,7 @@ use crate::core::live as core_live;
 use crate::core::queue::{for_stream_pending, queue_pending_as_text, stderr_seen};
 use crate::core::registry::take_all_pending;
 use crate::core::stats::count_records_noted;
-use crate::core::thread::THREAD;
+use crate::core::thread::{current_id, THREAD};
 use crate::dest::pending::flight;
 use crate::dest::pending::queue::{self, Delivery, Woken};
 use crate::dest::pending::{Batch, PendingRecord};
@@ -79,7 +79,7 @@ struct Names {
     active: Py<PyString>,
     name: Py<PyString>,
     thread_name: Py<PyString>,
-    dict: Py<PyString>,
+    start_time: Py<PyString>,
 }
 
 impl Names {
@@ -98,7 +98,7 @@ impl Names {
             active: name("_active"),
             name: name("name"),
             thread_name: name("threadName"),
-            dict: name("__dict__"),
+            start_time: name("_startTime"),
         }
     }
 }
@@ -374,7 +374,13 @@ fn deliver(py: Python<'_>, batch: Batch, until: Until) -> Option<PyErr> {
         count_records_noted(batch);
         interrupt = interrupt.or(err.filter(|e| is_interrupt(py, e)));
     }
-    let mut seen = Seen::default();
+    let mut seen = Seen {
+        logger: None,
+        file: None,
+        thread_names: Vec::new(),
+        here: current_id(),
+        start: None,
+    };
     for (n, record) in batch.records.iter().enumerate() {
         if let Some(rest_to) = until.stops() {
             rest_to(Batch {
@@ -397,13 +403,62 @@ fn deliver(py: Python<'_>, batch: Batch, until: Until) -> Option<PyErr> {
 }
 
 /// What one delivery looked up, for the records after: records in a row
-/// tend to share their target and thread.
-#[derive(Default)]
+/// tend to share their target, file and thread.
 struct Seen<'py> {
-    /// The last record's target, its logger's name and the logger.
-    logger: Option<(Box<str>, String, Bound<'py, PyAny>)>,
+    /// The last record's target and its logger's.
+    logger: Option<(Box<str>, SeenLogger<'py>)>,
+    /// The last record's file, as Python has it.
+    file: Option<(Box<str>, Bound<'py, PyString>)>,
     /// Thread names by thread id.
     thread_names: Vec<(u64, Bound<'py, PyAny>)>,
+    /// The thread that delivers, whose id and name a record it made has.
+    here: u64,
+    /// `logging`'s start time, looked up at the first record.
+    start: Option<Start>,
+}
+
+/// A logger and what each record asks of it.
+struct SeenLogger<'py> {
+    logger: Bound<'py, PyAny>,
+    name: Bound<'py, PyString>,
+    make_record: Bound<'py, PyAny>,
+    handle: Bound<'py, PyAny>,
+}
+
+/// What `relativeCreated` counts from: `logging._startTime`, a float of
+/// seconds up to CPython 3.12 and an int of nanoseconds from 3.13 (either
+/// taken as found), or, if it is neither, unknown: each record's own
+/// `created` and `relativeCreated` then give it.
+#[derive(Clone, Copy)]
+enum Start {
+    Seconds(f64),
+    Nanos(i128),
+    Unknown,
+}
+
+impl Start {
+    fn find(py: Python<'_>, state: &State) -> Start {
+        let Ok(start) = state
+            .logging
+            .bind(py)
+            .getattr(state.names.start_time.bind(py))
+        else {
+            return Start::Unknown;
+        };
+        if let Ok(nanos) = start.cast::<pyo3::types::PyInt>() {
+            return nanos.extract().map_or(Start::Unknown, Start::Nanos);
+        }
+        start.extract().map_or(Start::Unknown, Start::Seconds)
+    }
+
+    /// `relativeCreated` for a record logged `since` the epoch, in ms.
+    fn relative(self, since: Duration) -> Option<f64> {
+        match self {
+            Start::Seconds(start) => Some((since.as_secs_f64() - start) * 1000.0),
+            Start::Nanos(start) => Some((since.as_nanos() as i128 - start) as f64 / 1e6),
+            Start::Unknown => None,
+        }
+    }
 }
 
 /// `logging.getLogger(name)`, from the cache.
@@ -429,13 +484,26 @@ fn handle<'py>(
     seen: &mut Seen<'py>,
 ) -> PyResult<()> {
     let n = &state.names;
-    let same = matches!(&seen.logger, Some((target, _, _)) if *target == record.target);
+    let same = matches!(&seen.logger, Some((target, _)) if *target == record.target);
     if !same {
         let name = logger_name(prefix, &record.target);
         let logger = logger(py, state, &name)?;
-        seen.logger = Some((record.target.clone(), name, logger));
+        let seen_logger = SeenLogger {
+            name: PyString::new(py, &name),
+            make_record: logger.getattr(n.make_record.bind(py))?,
+            handle: logger.getattr(n.handle.bind(py))?,
+            logger,
+        };
+        seen.logger = Some((record.target.clone(), seen_logger));
     }
-    let Some((_, name, logger)) = &seen.logger else {
+    let Some((_, seen_logger)) = &seen.logger else {
+        unreachable!("set just above")
+    };
+    let same_file = matches!(&seen.file, Some((file, _)) if *file == record.file);
+    if !same_file {
+        seen.file = Some((record.file.clone(), PyString::new(py, &record.file)));
+    }
+    let Some((_, file)) = &seen.file else {
         unreachable!("set just above")
     };
     let levelno = record.level.python_levelno();
@@ -445,6 +513,7 @@ fn handle<'py>(
         Some(lowest) => lowest,
         None => {
             let epoch = pylevels::epoch();
+            let logger = &seen_logger.logger;
             let effective: i32 = logger
                 .call_method0(n.get_effective_level.bind(py))?
                 .extract()?;
@@ -461,34 +530,47 @@ fn handle<'py>(
         return Ok(());
     }
     let args = (
-        &name,
+        &seen_logger.name,
         levelno,
-        &*record.file,
+        file,
         record.line,
         &record.message,
         PyTuple::empty(py),
         py.None(),
     );
-    let made = logger.call_method1(n.make_record.bind(py), args)?;
-    let logger = logger.clone();
-    stamp(py, state, &made, record, &mut seen.thread_names)?;
+    let made = seen_logger.make_record.call1(args)?;
+    let handle = seen_logger.handle.clone();
+    let start = *seen.start.get_or_insert_with(|| Start::find(py, state));
+    stamp(
+        py,
+        state,
+        &made,
+        record,
+        start,
+        seen.here,
+        &mut seen.thread_names,
+    )?;
     if let Some(fields) = &record.fields {
         attach_fields(py, &made, fields)?;
     }
     // `handle` checks `Logger.disabled` and the logger's filters itself.
-    logger.call_method1(n.handle.bind(py), (made,))?;
+    handle.call1((made,))?;
     Ok(())
 }
 
-/// Sets a made record's time and thread to when and where it was logged,
-/// in its `__dict__` where it has one (a `LogRecord` does), as `setattr`
-/// would, without the attribute machinery. `thread_names` keeps the names
+/// Sets a made record's time and thread to when and where it was logged.
+/// Through `setattr`: a `LogRecord` keeps its attributes inline (CPython
+/// 3.11 on), and asking for its `__dict__` would make one, which costs
+/// more than the five stores. A record logged on `here`, the thread that
+/// delivers it, has its thread already. `thread_names` keeps the names
 /// found, by thread id, for the records after.
 fn stamp<'py>(
     py: Python<'py>,
     state: &State,
     made: &Bound<'py, PyAny>,
     record: &PendingRecord,
+    start: Start,
+    here: u64,
     thread_names: &mut Vec<(u64, Bound<'py, PyAny>)>,
 ) -> PyResult<()> {
     let n = &state.names;
@@ -497,25 +579,15 @@ fn stamp<'py>(
         .duration_since(UNIX_EPOCH)
         .unwrap_or_default();
     let created = since.as_secs_f64();
-    let dict = made
-        .getattr(n.dict.bind(py))
-        .ok()
-        .and_then(|d| d.cast_into::<PyDict>().ok());
-    let get = |name: &Py<PyString>| -> PyResult<f64> {
-        match &dict {
-            Some(dict) => match dict.get_item(name.bind(py))? {
-                Some(value) => value.extract(),
-                None => made.getattr(name.bind(py))?.extract(),
-            },
-            None => made.getattr(name.bind(py))?.extract(),
+    let get = |name: &Py<PyString>| -> PyResult<f64> { made.getattr(name.bind(py))?.extract() };
+    let set = |name: &Py<PyString>, value: Bound<'py, PyAny>| made.setattr(name.bind(py), value);
+    let relative = match start.relative(since) {
+        Some(relative) => relative,
+        None => {
+            let delivered = get(&n.created)?;
+            get(&n.relative_created)? - (delivered - created) * 1000.0
         }
     };
-    let set = |name: &Py<PyString>, value: Bound<'py, PyAny>| match &dict {
-        Some(dict) => dict.set_item(name.bind(py), value),
-        None => made.setattr(name.bind(py), value),
-    };
-    let delivered = get(&n.created)?;
-    let relative = get(&n.relative_created)?;
     set(&n.created, created.into_pyobject(py)?.into_any())?;
     set(
         &n.msecs,
@@ -523,12 +595,11 @@ fn stamp<'py>(
             .into_pyobject(py)?
             .into_any(),
     )?;
-    set(
-        &n.relative_created,
-        (relative - (delivered - created) * 1000.0)
-            .into_pyobject(py)?
-            .into_any(),
-    )?;
+    set(&n.relative_created, relative.into_pyobject(py)?.into_any())?;
+    if record.thread == here {
+        // Logged on this thread: the record says so already.
+        return Ok(());
+    }
     set(&n.thread, record.thread.into_pyobject(py)?.into_any())?;
     let name = match thread_names.iter().find(|(id, _)| *id == record.thread) {
         Some((_, name)) => name.clone(),
@@ -601,8 +672,7 @@ fn handle_note(py: Python<'_>, state: &State, name: &str, note: &str) -> PyResul
 /// Idle, it does not wake.
 fn run_thread(py: Python<'_>) {
     loop {
-        let stop = || STOP.load(Ordering::Acquire);
-        let woken = py.detach(|| queue::wait(stop));
+        let woken = py.detach(wait_for_python);
         if woken == Woken::Stop {
             return;
         }
@@ -627,6 +697,50 @@ fn run_thread(py: Python<'_>) {
             Woken::Stop => {}
         }
     }
+}
+
+/// Waits, without the GIL, until something needs it. What a call in
+/// progress keeps needs it only once it has waited out [`GATHER`] in the
+/// same call: a call that returns sooner hands over its own, and asking for
+/// the GIL while a call holds it would only make the two threads trade it
+/// ([`live_due`]).
+fn wait_for_python() -> Woken {
+    let stop = || STOP.load(Ordering::Acquire);
+    loop {
+        let woken = queue::wait(stop);
+        if woken != Woken::Calls
+            || pylevels::is_stale()
+            || crate::core::queue::stderr_ask_claimed()
+            || live_due()
+        {
+            return woken;
+        }
+    }
+}
+
+/// Gathers for [`GATHER`] (less while a writer waits for captured output
+/// to be taken), then tells whether something waits for a live delivery:
+/// what a call in progress kept since before the gathering, lines logged
+/// outside any call for a replaced `sys.stderr`, a daemon thread's hand-over,
+/// captured output for Python. Without the GIL.
+fn live_due() -> bool {
+    queue::take_in_calls();
+    let before = core_live::calls_waiting();
+    let gathered = Instant::now() + GATHER;
+    if !capture_on() {
+        std::thread::sleep(GATHER);
+    }
+    while !capture_pressing() {
+        let left = gathered.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            break;
+        }
+        std::thread::sleep(left.min(Duration::from_millis(1)));
+    }
+    core_live::still_waiting(&before)
+        || for_stream_pending()
+        || hand_over::waiting()
+        || capture_pending()
 }
 
 /// The records logged outside any call, taken once they had [`GATHER`] to
@@ -657,30 +771,8 @@ const GATHER: Duration = Duration::from_millis(10);
 /// replaced `sys.stderr`, and the lines an output capture drained for a
 /// replaced `sys.stdout` / `sys.stderr`, as long as some wait.
 fn deliver_live(py: Python<'_>) {
+    // The first round was gathered by `wait_for_python`.
     loop {
-        let waiting = py.detach(|| {
-            queue::take_in_calls();
-            // A writer that waits for captured output to be taken is not
-            // kept waiting for the gathering.
-            let gathered = Instant::now() + GATHER;
-            if !capture_on() {
-                std::thread::sleep(GATHER);
-            }
-            while !capture_pressing() {
-                let left = gathered.saturating_duration_since(Instant::now());
-                if left.is_zero() {
-                    break;
-                }
-                std::thread::sleep(left.min(Duration::from_millis(1)));
-            }
-            core_live::calls_have_records()
-                || for_stream_pending()
-                || hand_over::waiting()
-                || capture_pending()
-        });
-        if !waiting || STOP.load(Ordering::Acquire) {
-            return;
-        }
         live::write_outside_lines(py);
         super::capture::deliver(py);
         for handed in hand_over::take() {
@@ -693,6 +785,9 @@ fn deliver_live(py: Python<'_>) {
                 err.write_unraisable(py, None);
             }
             core_live::handed_over(&taken.shared);
+        }
+        if STOP.load(Ordering::Acquire) || !py.detach(live_due) {
+            return;
         }
     }
 }

@@ -146,6 +146,11 @@ pub(crate) fn stale() -> Option<u64> {
     STALE.swap(false, Ordering::AcqRel).then(epoch)
 }
 
+/// Whether the levels must be read again, leaving [`stale`] to say so.
+pub(crate) fn is_stale() -> bool {
+    STALE.load(Ordering::Acquire)
+}
+
 /// The configuration's epoch now, to give [`learn`] with what was read in it.
 pub(crate) fn epoch() -> u64 {
     EPOCH.load(Ordering::Acquire)

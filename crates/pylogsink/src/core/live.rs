@@ -59,9 +59,26 @@ fn lines_waiting(shared: &Shared) -> bool {
     shared.sink() == Sink::Replaced && shared.kept_any.load(Ordering::Relaxed)
 }
 
-/// Whether a call in progress has something waiting.
-pub(crate) fn calls_have_records() -> bool {
-    live_threads().iter().any(|shared| has_some(shared))
+/// The calls in progress that have something waiting: each thread's
+/// state with its call's number.
+pub(crate) fn calls_waiting() -> Vec<(Arc<Shared>, u64)> {
+    live_threads()
+        .into_iter()
+        .filter(|shared| has_some(shared))
+        .map(|shared| {
+            let call = shared.call.load(Ordering::Acquire);
+            (shared, call)
+        })
+        .collect()
+}
+
+/// Whether one of the calls `before` ([`calls_waiting`]) is still in
+/// progress with something waiting: it has waited at least since then.
+/// A call that returned meanwhile handed over its own.
+pub(crate) fn still_waiting(before: &[(Arc<Shared>, u64)]) -> bool {
+    before
+        .iter()
+        .any(|(shared, call)| shared.call.load(Ordering::Acquire) == *call && has_some(shared))
 }
 
 /// Takes from each call in progress the lines it keeps for a replaced

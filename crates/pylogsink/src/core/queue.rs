@@ -184,7 +184,18 @@ pub(crate) fn stderr_replaced(now_ms: u64) -> (bool, bool) {
         && STDERR_ASKED_MS
             .compare_exchange(asked, now_ms, Ordering::Relaxed, Ordering::Relaxed)
             .is_ok();
+    if stale {
+        STDERR_ASK.store(true, Ordering::Release);
+    }
     (replaced, stale)
+}
+
+/// A line claimed a stale answer about `sys.stderr` ([`stderr_replaced`]).
+static STDERR_ASK: AtomicBool = AtomicBool::new(false);
+
+/// Whether a line claimed a stale answer since the last look; clears it.
+pub(crate) fn stderr_ask_claimed() -> bool {
+    STDERR_ASK.swap(false, Ordering::AcqRel)
 }
 
 /// Keeps a line logged outside any call for the replaced `sys.stderr`.

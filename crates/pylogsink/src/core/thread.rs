@@ -270,9 +270,14 @@ impl Drop for ThreadState {
 
 /// This thread's id and name, for a thread whose state is gone.
 pub(crate) fn identity() -> (u64, Arc<str>) {
+    (current_id(), os_thread_name().into())
+}
+
+/// This thread's id: `pthread_self`, which is also what Python's
+/// `threading.get_ident` returns.
+pub(crate) fn current_id() -> u64 {
     // SAFETY: pthread_self has no preconditions.
-    let id = unsafe { libc::pthread_self() } as u64;
-    (id, os_thread_name().into())
+    unsafe { libc::pthread_self() as u64 }
 }
 
 /// The OS's name for this thread (what `ps -L` shows). A thread nobody
