@@ -216,6 +216,43 @@ def test_pylogsink_thread_does_not_wake_while_idle() -> None:
     assert int(done.stdout) <= 3, done.stdout
 
 
+SHORT_CALLS = """
+import logging, time, pylogsink
+handled = []
+class Keep(logging.Handler):
+    def emit(self, record):
+        handled.append(record.getMessage())
+logging.getLogger().addHandler(Keep())
+logging.getLogger().setLevel(logging.INFO)
+pylogsink.set_log_destination("logging")
+pylogsink.log_slowly(1, 0.0, detach=False)
+time.sleep(0.3)
+before = pylogsink.log_stats()["python_wakes"]
+for _ in range({calls}):
+    pylogsink.log_slowly({lines}, {interval}, detach={detach})
+print(pylogsink.log_stats()["python_wakes"] - before, len(handled))
+"""
+
+
+def test_short_calls_in_a_row_do_not_trade_the_gil_with_pylogsinks_thread() -> None:
+    # 150 calls of about 3 ms that hold the GIL and log: each returns
+    # before its records waited out the gathering (10 ms) and hands them
+    # over itself, so pylogsink's thread has no reason to ask for the GIL,
+    # which would take it from the caller at every switch interval.
+    done = python(SHORT_CALLS.format(calls=150, lines=3, interval=0.001, detach=False), timeout=120)
+    assert done.returncode == 0, done.stderr
+    wakes, handled = map(int, done.stdout.split())
+    assert handled == 1 + 150 * 3
+    assert wakes <= 15, wakes
+    # The count is real: a long call that releases the GIL is delivered
+    # live, by that thread.
+    done = python(SHORT_CALLS.format(calls=1, lines=40, interval=0.005, detach=True), timeout=120)
+    assert done.returncode == 0, done.stderr
+    wakes, handled = map(int, done.stdout.split())
+    assert handled == 41
+    assert wakes >= 5, wakes
+
+
 @pytest.mark.parametrize("destination", ["stderr", "logging"])
 def test_a_native_thread_started_at_import_reaches_a_replaced_stderr_and_logging(destination: str) -> None:
     # The test extension starts a thread at import that logs "tick N" every

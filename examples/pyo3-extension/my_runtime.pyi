@@ -16,4 +16,5 @@ def log_destination() -> Literal["logging", "stderr"]:
     """Where records go."""
 def log_stats() -> dict[str, int]:
     """Records emitted (in all and per level: "trace" ... "fatal"),
-    lines left out ("left_out") and bytes fd 2 refused ("failed_bytes")."""
+    lines left out ("left_out"), bytes fd 2 refused ("failed_bytes") and
+    times pylogsink's Python thread took the GIL ("python_wakes")."""

@@ -144,7 +144,8 @@ def log_destination() -> Literal["logging", "stderr"]:
 
 def log_stats() -> dict[str, int]:
     """Records emitted (in all and per level: "trace" ... "fatal"),
-    lines left out ("left_out") and bytes fd 2 refused ("failed_bytes")."""
+    lines left out ("left_out"), bytes fd 2 refused ("failed_bytes") and
+    times pylogsink's Python thread took the GIL ("python_wakes")."""
 
 def set_stall_wait(seconds: float) -> None:
     """How long a line waits for room on fd 2 before it is kept or queued."""

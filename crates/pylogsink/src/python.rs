@@ -43,7 +43,8 @@ use pyo3::types::PyDict;
 ///     """Where records go."""
 /// def log_stats() -> dict[str, int]:
 ///     """Records emitted (in all and per level: "trace" ... "fatal"),
-///     lines left out ("left_out") and bytes fd 2 refused ("failed_bytes")."""
+///     lines left out ("left_out"), bytes fd 2 refused ("failed_bytes")
+///     and times pylogsink's Python thread took the GIL ("python_wakes")."""
 /// ```
 ///
 /// With the `logging` destination chosen on the builder, it also starts
@@ -104,7 +105,8 @@ fn log_filter() -> String {
 }
 
 /// Records emitted (in all, and per level), lines left out of full buffers
-/// (each counted in a written note) and bytes that fd 2 refused.
+/// (each counted in a written note), bytes that fd 2 refused, and how many
+/// times pylogsink's Python thread took the GIL.
 #[pyfunction]
 fn log_stats(py: Python<'_>) -> PyResult<Bound<'_, PyDict>> {
     let s = stats();
@@ -115,6 +117,7 @@ fn log_stats(py: Python<'_>) -> PyResult<Bound<'_, PyDict>> {
     }
     dict.set_item("left_out", s.left_out)?;
     dict.set_item("failed_bytes", s.failed_bytes)?;
+    dict.set_item("python_wakes", s.python_wakes)?;
     Ok(dict)
 }
 

@@ -33,7 +33,7 @@ use crate::core::fork;
 use crate::core::live as core_live;
 use crate::core::queue::{for_stream_pending, queue_pending_as_text, stderr_seen};
 use crate::core::registry::take_all_pending;
-use crate::core::stats::count_records_noted;
+use crate::core::stats::{count_python_wake, count_records_noted};
 use crate::core::thread::{current_id, THREAD};
 use crate::dest::pending::flight;
 use crate::dest::pending::queue::{self, Delivery, Woken};
@@ -676,6 +676,7 @@ fn run_thread(py: Python<'_>) {
         if woken == Woken::Stop {
             return;
         }
+        count_python_wake();
         ask_stderr(py);
         if let Some(state) = STATE.get() {
             if let Err(err) = refresh_levels(py, state) {
@@ -720,12 +721,12 @@ fn wait_for_python() -> Woken {
 
 /// Gathers for [`GATHER`] (less while a writer waits for captured output
 /// to be taken), then tells whether something waits for a live delivery:
-/// what a call in progress kept since before the gathering, lines logged
+/// what a call in progress since before the gathering keeps, lines logged
 /// outside any call for a replaced `sys.stderr`, a daemon thread's hand-over,
 /// captured output for Python. Without the GIL.
 fn live_due() -> bool {
     queue::take_in_calls();
-    let before = core_live::calls_waiting();
+    let before = core_live::calls_in_progress();
     let gathered = Instant::now() + GATHER;
     if !capture_on() {
         std::thread::sleep(GATHER);
@@ -786,7 +787,9 @@ fn deliver_live(py: Python<'_>) {
             }
             core_live::handed_over(&taken.shared);
         }
-        if STOP.load(Ordering::Acquire) || !py.detach(live_due) {
+        let due = py.detach(live_due);
+        count_python_wake();
+        if !due || STOP.load(Ordering::Acquire) {
             return;
         }
     }

@@ -59,22 +59,21 @@ fn lines_waiting(shared: &Shared) -> bool {
     shared.sink() == Sink::Replaced && shared.kept_any.load(Ordering::Relaxed)
 }
 
-/// The calls in progress that have something waiting: each thread's
-/// state with its call's number.
-pub(crate) fn calls_waiting() -> Vec<(Arc<Shared>, u64)> {
+/// The calls in progress: each thread's state with its call's number.
+pub(crate) fn calls_in_progress() -> Vec<(Arc<Shared>, u64)> {
     live_threads()
         .into_iter()
-        .filter(|shared| has_some(shared))
-        .map(|shared| {
+        .filter_map(|shared| {
             let call = shared.call.load(Ordering::Acquire);
-            (shared, call)
+            (call != 0).then_some((shared, call))
         })
         .collect()
 }
 
-/// Whether one of the calls `before` ([`calls_waiting`]) is still in
-/// progress with something waiting: it has waited at least since then.
-/// A call that returned meanwhile handed over its own.
+/// Whether one of the calls `before` ([`calls_in_progress`]) is still in
+/// progress and has something waiting: a long call, whose lines should
+/// not wait for its return. A call that returned meanwhile handed over
+/// its own.
 pub(crate) fn still_waiting(before: &[(Arc<Shared>, u64)]) -> bool {
     before
         .iter()

@@ -49,5 +49,6 @@ pub fn stats() -> Stats {
         by_level,
         left_out: stats::left_out(),
         failed_bytes: fd::failed_bytes(),
+        python_wakes: stats::python_wakes(),
     }
 }

@@ -25,6 +25,10 @@ pub struct Stats {
     pub left_out: u64,
     /// Bytes dropped because fd 2 itself failed (closed, no reader).
     pub failed_bytes: u64,
+    /// Times pylogsink's Python thread (the `logging` destination's)
+    /// took the GIL: each takes it from the rest of the process, so it
+    /// does only when something waits for Python.
+    pub python_wakes: u64,
 }
 
 /// Records emitted, by level, by threads that have ended or that emitted
@@ -32,6 +36,19 @@ pub struct Stats {
 pub(crate) static EMITTED_ELSEWHERE: PerLevel = PerLevel::new();
 /// Lines and records left out of full buffers, once their note was written.
 static LEFT_OUT: AtomicU64 = AtomicU64::new(0);
+
+/// Times pylogsink's Python thread took the GIL.
+static PYTHON_WAKES: AtomicU64 = AtomicU64::new(0);
+
+/// Counts one more time pylogsink's Python thread took the GIL.
+pub(crate) fn count_python_wake() {
+    PYTHON_WAKES.fetch_add(1, Ordering::Relaxed);
+}
+
+/// Times pylogsink's Python thread took the GIL so far.
+pub(crate) fn python_wakes() -> u64 {
+    PYTHON_WAKES.load(Ordering::Relaxed)
+}
 
 /// Lines left out so far, as written notes reported them.
 pub(crate) fn left_out() -> u64 {
