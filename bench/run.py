@@ -153,13 +153,17 @@ Why each measurement exists:
    Target: pylogsink <= 200 ns per record (median of rounds), each way;
    pyo3-log's ns per record and the ratio beside it.
 15. output capture: what C code writes to fd 2 (1 MB `write(2)`s through
-   ctypes, which releases the GIL), captured into an `io.StringIO` by
+   ctypes, which releases the GIL), captured into an `io.StringIO`, and
+   into a stream that only counts what it gets, by
    `pylogsink.capture_output()` (under `redirect_stderr`) and by
    `wurlitzer.pipes()`, side by side in one child, interleaved over rounds;
    each run checks that every byte arrived. Bytes per second, median of
-   rounds, and the ratio. Then the latency from a 100-byte `os.write(2)`
+   rounds, and the ratios. Then the latency from a 100-byte `os.write(2)`
    (one every 5 ms) to the StringIO's `write` getting it: median, p99.
-   Targets: at least wurlitzer's bytes per second; p99 <= 50 ms.
+   Then what a Python `print()` into a StringIO costs inside a capture
+   (through the front that keeps Python's writes after the native lines
+   written before them) and without one. Targets: at least wurlitzer's
+   bytes per second, both ways; p99 <= 50 ms.
 
 Every measurement but (9) runs with the filter "info", so that each of its
 Info records is logged; (9) changes the filter and puts "info" back. (10),
@@ -198,7 +202,7 @@ BUDGET = {
     "filter": {"rounds": (5, 11), "n": (40_000, 200_000), "dropped_n": (1_000_000, 5_000_000)},
     "logging": {"rounds": (3, 9), "n": (20_000, 60_000), "per_call": 400, "dropped_n": (1_000_000, 3_000_000)},
     "live": {"count": (100, 400)},
-    "capture": {"rounds": (3, 9), "mb": (8, 32), "lines": (100, 400)},
+    "capture": {"rounds": (3, 9), "mb": (8, 32), "lines": (100, 400), "prints": (20_000, 100_000)},
     # pyo3-log waits for the GIL at every record (about the switch
     # interval, 5 ms): it logs fewer records per round.
     "gil_busy": {"rounds": (5, 11), "n": 5_000, "pyo3_log_n": (20, 200)},
@@ -655,8 +659,24 @@ def child_capture(p, b):
     data = (b"c" * 99 + b"\n") * 10_000  # 1 MB per write
     total = len(data) * p["mb"]
 
-    def through(kind):
-        out = io.StringIO()
+    class Discard:
+        """A stream that keeps nothing but the count."""
+
+        def __init__(self):
+            self.size = 0
+
+        def write(self, text):
+            self.size += len(text)
+            return len(text)
+
+        def flush(self):
+            pass
+
+        def getvalue(self):
+            return "x" * self.size
+
+    def through(kind, sink):
+        out = io.StringIO() if sink == "stringio" else Discard()
         start = time.perf_counter()
         if kind == "pylogsink":
             with contextlib.redirect_stderr(out), pylogsink.capture_output(stdout=False):
@@ -671,7 +691,29 @@ def child_capture(p, b):
             raise AssertionError(f"{kind}: {len(out.getvalue())} of {total} bytes")
         return total / took
 
-    rates = interleaved(p["rounds"], {"pylogsink": lambda: through("pylogsink"), "wurlitzer": lambda: through("wurlitzer")})
+    rates = interleaved(
+        p["rounds"],
+        {
+            f"{kind} {sink}": lambda kind=kind, sink=sink: through(kind, sink)
+            for sink in ("stringio", "discard")
+            for kind in ("pylogsink", "wurlitzer")
+        },
+    )
+
+    # What the capture's front costs a Python write: print() into a
+    # StringIO, with and without a capture on.
+    def prints(front):
+        out = io.StringIO()
+        n = p["prints"]
+        with contextlib.redirect_stdout(out):
+            with pylogsink.capture_output(stderr=False) if front else contextlib.nullcontext():
+                start = time.perf_counter_ns()
+                for i in range(n):
+                    print("a line of Python output", i)
+                took = time.perf_counter_ns() - start
+        return took / n
+
+    print_ns = interleaved(p["rounds"], {"capture": lambda: prints(True), "none": lambda: prints(False)})
 
     class Probe(io.StringIO):
         def __init__(self):
@@ -695,7 +737,7 @@ def child_capture(p, b):
     if len(probe.seen) != p["lines"]:
         raise AssertionError(f"latency: {len(probe.seen)} of {p['lines']} lines")
     ms = [(probe.seen[i] - sent[i]) * 1e3 for i in range(p["lines"])]
-    return {"bytes_per_s": rates, "ms": ms, "bytes": total}
+    return {"bytes_per_s": rates, "ms": ms, "bytes": total, "print_ns": print_ns}
 
 
 def child_threads(p, b):
@@ -1044,11 +1086,14 @@ def measure(quick, say, only=None):
         c = run_child({"task": "capture", **p}, "null")
         rates = c["bytes_per_s"]
         c["rate"] = {name: statistics.median(v) for name, v in rates.items()}
-        c["ratio"] = median_ratio(rates["pylogsink"], rates["wurlitzer"])
+        c["ratio"] = median_ratio(rates["pylogsink stringio"], rates["wurlitzer stringio"])
+        c["ratio_discard"] = median_ratio(rates["pylogsink discard"], rates["wurlitzer discard"])
+        c["print"] = {name: statistics.median(v) for name, v in c["print_ns"].items()}
         c["median_ms"] = statistics.median(c["ms"])
         c["p99_ms"] = sorted(c["ms"])[int(len(c["ms"]) * 0.99) - 1]
         fig["capture"] = c
         target("capture: bytes/s, pylogsink / wurlitzer", c["ratio"], ">=", 1, "x")
+        target("capture: bytes/s discarded, pylogsink / wurl.", c["ratio_discard"], ">=", 1, "x")
         target("capture: write to StringIO p99, ms", c["p99_ms"], "<=", 50, "ms")
 
     if want("instructions") and not quick and shutil.which("valgrind"):
@@ -1312,9 +1357,13 @@ def report(m, fig, targets, quick):
         c = fig["capture"]
         lines += [
             "",
-            f"15. output capture: {c['bytes'] / 1e6:.0f} MB written to fd 2 in 1 MB writes (GIL released), into a StringIO",
-            f"  pylogsink.capture_output(): {c['rate']['pylogsink'] / 1e6:,.0f} MB/s; "
-            f"wurlitzer.pipes(): {c['rate']['wurlitzer'] / 1e6:,.0f} MB/s; ratio {c['ratio']:.2f}x",
+            f"15. output capture: {c['bytes'] / 1e6:.0f} MB written to fd 2 in 1 MB writes (GIL released)",
+            f"  into a StringIO: pylogsink.capture_output() {c['rate']['pylogsink stringio'] / 1e6:,.0f} MB/s; "
+            f"wurlitzer.pipes() {c['rate']['wurlitzer stringio'] / 1e6:,.0f} MB/s; ratio {c['ratio']:.2f}x",
+            f"  into a stream that discards: pylogsink {c['rate']['pylogsink discard'] / 1e6:,.0f} MB/s; "
+            f"wurlitzer {c['rate']['wurlitzer discard'] / 1e6:,.0f} MB/s; ratio {c['ratio_discard']:.2f}x",
+            f"  a Python print() into a StringIO: {c['print']['none']:,.0f} ns without a capture, "
+            f"{c['print']['capture']:,.0f} ns inside one (through the front that keeps the order)",
             f"  a 100-byte write(2) to the StringIO: median {c['median_ms']:.1f} ms, p99 {c['p99_ms']:.1f} ms, "
             f"max {max(c['ms']):.1f} ms ({len(c['ms'])} lines)",
         ]
