@@ -9,6 +9,7 @@ import contextlib
 import ctypes
 import io
 import json
+import logging
 import os
 import re
 import signal
@@ -450,6 +451,69 @@ def test_a_stream_that_prints_to_the_other_stream_does_not_hang() -> None:
     done = python(LOOPING_STREAM, timeout=60)
     assert done.returncode == 0, done.stderr
     assert done.stderr.split()[-3:] == ["50", "50", "50"]
+
+
+def test_to_logging_makes_each_line_a_record(caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.INFO)
+    with pylogsink.capture_output(to_logging=True):
+        for i in range(300):
+            libc.printf(b"out %d\n", i)
+        libc.fflush(None)
+        os.write(2, b"err line\nno line end")
+    got = [(r.name, r.levelno, r.stream, r.getMessage()) for r in caplog.records]  # type: ignore[attr-defined]
+    assert [g for g in got if g[0] == "stdout"] == [("stdout", logging.INFO, "stdout", f"out {i}") for i in range(300)]
+    assert [g for g in got if g[0] == "stderr"] == [
+        ("stderr", logging.WARNING, "stderr", "err line"),
+        ("stderr", logging.WARNING, "stderr", "no line end"),
+    ]
+
+
+def test_a_capture_into_logging_begun_inside_another_joins_it(
+    capsys: pytest.CaptureFixture[str], caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.INFO)
+    with pylogsink.capture_output():
+        assert pylogsink.start_output_capture(to_logging=True) is False
+        os.write(1, b"joined\n")
+        pylogsink.stop_output_capture()
+    assert capsys.readouterr().out == "joined\n"
+    assert [r for r in caplog.records if r.name == "stdout"] == []
+
+
+ECHO = """
+import ctypes, logging, os, sys, time, pylogsink
+handled = []
+def count(record):
+    handled.append(record.getMessage())
+    return True
+if {handler!r} == "stream":
+    # A handler that writes every record to fd 2, which the capture reads.
+    logging.basicConfig(format="handled: %(message)s")
+# Else logging's last resort writes the WARNING records to sys.stderr.
+logging.getLogger("stderr").addFilter(count)
+libc = ctypes.CDLL(None)
+with pylogsink.capture_output(to_logging=True):
+    for i in range(3):
+        libc.write(2, b"native %d\\n" % i, 9)
+    time.sleep(0.5)
+print(handled, file=sys.__stdout__)
+print("after", file=sys.stderr)
+logging.getLogger("app").warning("handler back")
+"""
+
+
+@pytest.mark.parametrize("handler", ["stream", "last_resort"])
+def test_to_logging_does_not_capture_a_handlers_own_output_again(handler: str) -> None:
+    # A StreamHandler on sys.stderr (and logging's last resort, with no
+    # handler) writes each record to fd 2: captured again, it would become
+    # a record again, forever.
+    done = python(ECHO.format(handler=handler), timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == str([f"native {i}" for i in range(3)])
+    if handler == "stream":
+        assert done.stderr.splitlines() == [f"handled: native {i}" for i in range(3)] + ["after", "handled: handler back"]
+    else:
+        assert done.stderr.splitlines() == [f"native {i}" for i in range(3)] + ["after", "handler back"]
 
 
 def test_an_inner_capture_delivers_its_lines_before_it_ends(capsys: pytest.CaptureFixture[str]) -> None:

@@ -102,6 +102,10 @@ def output_capture_active() -> bool:
 def _output_capture_to_python(fd: int) -> bool:
     """Whether captured descriptor ``fd``'s lines go to a Python stream."""
 
+def _start_output_capture_to_logging(stdout: object | None, stderr: object | None) -> bool:
+    """Begins a capture whose lines go to ``stdout`` / ``stderr``, objects
+    whose ``write`` hands them to ``logging`` (None: not captured)."""
+
 def _before_python_write(fd: int) -> None:
     """What native code wrote to ``fd`` before goes to its Python stream
     first."""

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import logging
 import os
 import sys
 from collections.abc import Iterable, Iterator
@@ -24,6 +25,7 @@ from typing import Any
 from pylogsink._pylogsink import (
     _before_python_write,
     _output_capture_to_python,
+    _start_output_capture_to_logging,
     flush_output_capture,
     output_capture_active,
 )
@@ -68,6 +70,84 @@ class _InOrder:
         return getattr(self._stream, name)
 
 
+class _ToLogging:
+    """Where captured lines go with ``to_logging=True``: each line becomes a
+    record of the logger ``name`` ("stdout" or "stderr") at ``level``, with
+    ``record.stream`` set to ``name``."""
+
+    def __init__(self, name: str, level: int) -> None:
+        self._logger = logging.getLogger(name)
+        self._level = level
+        self._extra = {"stream": name}
+
+    def write(self, text: str) -> int:
+        lines = text.split("\n")
+        if lines[-1] == "":
+            lines.pop()
+        for line in lines:
+            self._logger.log(self._level, line, extra=self._extra)
+        return len(text)
+
+    def flush(self) -> None:
+        pass
+
+
+# Handlers that wrote to fd 1 or fd 2 when a capture into logging began, and
+# write to a copy of that descriptor's original until it ends: (handler, its
+# stream, the copy's stream). Their records would otherwise be captured, and
+# become records again, forever. logging.lastResort's stand-in is here too.
+_moved: list[tuple[logging.StreamHandler[Any], Any, Any]] = []
+_last_resort: list[tuple[logging.Handler | None, logging.Handler]] = []
+
+
+def _fileno(stream: Any) -> int | None:
+    try:
+        return int(stream.fileno())
+    except Exception:
+        return None
+
+
+def _to_original(fd: int, like: Any) -> Any:
+    """A text stream on a copy of ``fd`` as it is now (before a capture)."""
+    encoding = getattr(like, "encoding", None) or "utf-8"
+    errors = getattr(like, "errors", None) or "backslashreplace"
+    return open(os.dup(fd), "w", buffering=1, encoding=encoding, errors=errors)
+
+
+def _move_handlers(fds: set[int]) -> None:
+    handlers = list(logging.root.handlers)
+    for logger in list(logging.root.manager.loggerDict.values()):
+        if isinstance(logger, logging.Logger):
+            handlers += logger.handlers
+    for handler in dict.fromkeys(handlers):
+        if not isinstance(handler, logging.StreamHandler):
+            continue
+        fd = _fileno(handler.stream)
+        if fd in fds:
+            ours = _to_original(fd, handler.stream)  # type: ignore[arg-type]
+            _moved.append((handler, handler.setStream(ours), ours))
+    last = logging.lastResort
+    fd = _fileno(sys.stderr)
+    if last is not None and fd in fds:
+        stand_in = logging.StreamHandler(_to_original(fd, sys.stderr))
+        stand_in.setLevel(last.level)
+        logging.lastResort = stand_in
+        _last_resort.append((last, stand_in))
+
+
+def _put_handlers_back() -> None:
+    while _moved:
+        handler, stream, ours = _moved.pop()
+        if handler.stream is ours:
+            handler.setStream(stream)
+        ours.close()
+    while _last_resort:
+        last, stand_in = _last_resort.pop()
+        if logging.lastResort is stand_in:
+            logging.lastResort = last
+        stand_in.stream.close()
+
+
 # The streams put in front of sys.stdout / sys.stderr: (name, front, stream).
 _fronts: list[tuple[str, _InOrder, Any]] = []
 
@@ -89,28 +169,48 @@ def _take_fronts() -> None:
             setattr(sys, name, stream)
 
 
-# A forked child starts with no capture.
-os.register_at_fork(after_in_child=_take_fronts)
+def _after_fork_in_child() -> None:
+    # A forked child starts with no capture.
+    _take_fronts()
+    _put_handlers_back()
+
+
+os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
 def _stop_at_exit() -> None:
     while output_capture_active():
         _stop()
     _take_fronts()
+    _put_handlers_back()
 
 
-def start_output_capture(stdout: bool = True, stderr: bool = True) -> bool:
+def start_output_capture(stdout: bool = True, stderr: bool = True, *, to_logging: bool = False) -> bool:
     """Begins capturing fd 1 (``stdout``) and fd 2 (``stderr``); returns False
     if a capture is on already (this one joins it and keeps its streams).
     Each ``start_output_capture`` needs its ``stop_output_capture``; what is
     still captured at exit is delivered then. ``flush_output_capture()``
-    delivers what was written so far, before Python prints what follows."""
+    delivers what was written so far, before Python prints what follows.
+    With ``to_logging``, each line becomes a record of Python's ``logging``
+    instead: logger ``stdout`` at INFO, logger ``stderr`` at WARNING."""
     global _exit_registered
     if not sys.platform.startswith("linux"):
         raise NotImplementedError("pylogsink's output capture is built and tested on Linux only")
     if not _exit_registered:
         atexit.register(_stop_at_exit)
         _exit_registered = True
+    if to_logging:
+        if output_capture_active():
+            return _start_output_capture_to_logging(None, None)
+        _move_handlers({fd for fd, wanted in ((1, stdout), (2, stderr)) if wanted})
+        try:
+            return _start_output_capture_to_logging(
+                _ToLogging("stdout", logging.INFO) if stdout else None,
+                _ToLogging("stderr", logging.WARNING) if stderr else None,
+            )
+        except BaseException:
+            _put_handlers_back()
+            raise
     began = _start(stdout, stderr)
     if began:
         _put_fronts()
@@ -124,10 +224,11 @@ def stop_output_capture() -> None:
     _stop()
     if not output_capture_active():
         _take_fronts()
+        _put_handlers_back()
 
 
 @contextlib.contextmanager
-def capture_output(stdout: bool = True, stderr: bool = True) -> Iterator[None]:
+def capture_output(stdout: bool = True, stderr: bool = True, *, to_logging: bool = False) -> Iterator[None]:
     """While the block runs, what native code writes to fd 1 and fd 2 goes
     to ``sys.stdout`` / ``sys.stderr`` as they were when it began (capsys,
     a notebook's cell, ``redirect_stdout``), or to the original descriptors
@@ -135,8 +236,12 @@ def capture_output(stdout: bool = True, stderr: bool = True) -> Iterator[None]:
 
         with pylogsink.capture_output():
             my_c_library.run()   # its printf output lands in sys.stdout
+
+    With ``to_logging=True``, each line becomes a record of Python's
+    ``logging`` instead: logger ``stdout`` at INFO, logger ``stderr`` at
+    WARNING, with ``record.stream`` set to "stdout" or "stderr".
     """
-    start_output_capture(stdout, stderr)
+    start_output_capture(stdout, stderr, to_logging=to_logging)
     try:
         yield
     finally:

@@ -130,8 +130,8 @@ fn log_stats(py: Python<'_>) -> PyResult<Bound<'_, PyDict>> {
 /// original descriptors. One
 /// capture per process: add these to one module only (the `pylogsink`
 /// package has them, with the `capture_output()` context manager, which
-/// also uses the private `_output_capture_to_python` and
-/// `_before_python_write`).
+/// also uses the private `_output_capture_to_python`,
+/// `_before_python_write` and `_start_output_capture_to_logging`).
 ///
 /// Their stubs:
 ///
@@ -154,7 +154,8 @@ pub fn add_capture_functions(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(flush_output_capture, m)?)?;
     m.add_function(wrap_pyfunction!(output_capture_active, m)?)?;
     m.add_function(wrap_pyfunction!(_output_capture_to_python, m)?)?;
-    m.add_function(wrap_pyfunction!(_before_python_write, m)?)
+    m.add_function(wrap_pyfunction!(_before_python_write, m)?)?;
+    m.add_function(wrap_pyfunction!(_start_output_capture_to_logging, m)?)
 }
 
 /// Points fd 1 (`stdout`) and/or fd 2 (`stderr`) at pipes that a native
@@ -185,6 +186,24 @@ fn flush_output_capture(py: Python<'_>) {
 #[pyfunction]
 fn output_capture_active() -> bool {
     capture::active()
+}
+
+/// Begins a capture whose lines go to `stdout` and `stderr` (objects whose
+/// `write` hands them to Python's `logging`; None: that descriptor is not
+/// captured), or joins the capture in progress (False).
+#[pyfunction]
+#[pyo3(signature = (stdout, stderr))]
+fn _start_output_capture_to_logging<'py>(
+    py: Python<'py>,
+    stdout: Option<Bound<'py, PyAny>>,
+    stderr: Option<Bound<'py, PyAny>>,
+) -> PyResult<bool> {
+    logging::start(py)?;
+    let to = |lines: Option<Bound<'py, PyAny>>| match lines {
+        Some(lines) => capture::LinesTo::Stream(lines),
+        None => capture::LinesTo::Nothing,
+    };
+    capture::start_into(py, [to(stdout), to(stderr)])
 }
 
 /// Whether captured descriptor `fd`'s lines go to a Python stream (the

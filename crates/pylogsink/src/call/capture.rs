@@ -63,18 +63,41 @@ fn writing(py: Python<'_>) -> Writing {
 /// capture in progress (false). pylogsink's Python thread must be running
 /// (`logging::start`).
 pub(crate) fn start(py: Python<'_>, stdout: bool, stderr: bool) -> PyResult<bool> {
+    let wanted = |yes: bool| if yes { LinesTo::Sys } else { LinesTo::Nothing };
+    start_into(py, [wanted(stdout), wanted(stderr)])
+}
+
+/// Where a captured descriptor's lines go.
+pub(crate) enum LinesTo<'py> {
+    /// The descriptor is not captured.
+    Nothing,
+    /// To `sys.stdout` / `sys.stderr` as they are now, if Python replaced
+    /// them, else to the original descriptor.
+    Sys,
+    /// To a Python object's `write` (the package's, which hands them to
+    /// `logging`), whatever `sys.stdout` / `sys.stderr` are.
+    Stream(Bound<'py, PyAny>),
+}
+
+/// [`start`], with fd 1's and fd 2's lines going where `into` says.
+pub(crate) fn start_into(py: Python<'_>, into: [LinesTo<'_>; 2]) -> PyResult<bool> {
     let sys = py.import("sys")?;
     let mut routes = [None, None];
     let mut streams = [None, None];
-    let wanted = [
-        (STDOUT, stdout, "stdout", "__stdout__", 1),
-        (STDERR, stderr, "stderr", "__stderr__", 2),
+    let names = [
+        (STDOUT, "stdout", "__stdout__", 1),
+        (STDERR, "stderr", "__stderr__", 2),
     ];
-    for (index, wanted, name, own_name, target) in wanted {
-        if !wanted {
-            continue;
-        }
-        let stream = sys.getattr(name)?;
+    for ((index, name, own_name, target), into) in names.into_iter().zip(into) {
+        let stream = match into {
+            LinesTo::Nothing => continue,
+            LinesTo::Stream(lines) => {
+                routes[index] = Some(CapturedTo::Python);
+                streams[index] = Some(lines.unbind());
+                continue;
+            }
+            LinesTo::Sys => sys.getattr(name)?,
+        };
         let own = stream.is(&sys.getattr(own_name)?);
         let none = stream.is_none();
         if !none {
