@@ -589,6 +589,24 @@ def test_a_cells_native_and_python_lines_come_once_in_order(fd_capture: str, cle
 
 
 @pytest.mark.timeout(300)
+def test_a_cell_that_keeps_running_shows_its_c_output_while_it_runs(clean_env: dict[str, str]) -> None:
+    # 30 lines printf'd 50 ms apart: most reach the notebook well before
+    # the cell ends (the kernel's own timestamps), all 30, in order, once.
+    pytest.importorskip("ipykernel")
+    done = subprocess.run(
+        [sys.executable, str(ROOT / "tests" / "scripts" / "live_kernel.py"), "capture"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=clean_env,
+    )
+    assert done.returncode == 0, done.stderr
+    got = json.loads(done.stdout.strip().splitlines()[-1])
+    assert got["lines"] == [f"slow line {i}" for i in range(30)]
+    assert got["early"] >= 10, got
+
+
+@pytest.mark.timeout(300)
 def test_load_ext_captures_every_cell() -> None:
     env = dict(os.environ, PYTEST_CURRENT_TEST="capture")
     result = kernel("ext", env)

@@ -1,11 +1,14 @@
 """Runs one cell in a real Jupyter kernel (ipykernel, through
-jupyter_client) and tells when its stderr lines reached the client.
+jupyter_client) and tells when its lines reached the client.
 
     python live_kernel.py DETACH
+    python live_kernel.py capture
 
 The cell logs 30 lines in one call, 50 ms apart, with the GIL released
-(DETACH=1) or held (DETACH=0), then prints "returned". Prints JSON: the
-cell's stderr lines in the order they arrived, and how many came in stream
+(DETACH=1) or held (DETACH=0), then prints "returned". With "capture", it
+printf's 30 lines from C instead, 50 ms apart, inside
+pylogsink.capture_output(), and the lines looked at are the cell's stdout.
+Prints JSON: the cell's lines in the order they arrived, and how many came in stream
 messages the kernel sent at least half a second before "returned" (the
 kernel's own timestamps). Start it without PYTEST_CURRENT_TEST in the
 environment: ipykernel turns its fd 2 capture off under pytest.
@@ -21,21 +24,31 @@ from jupyter_client.manager import start_new_kernel
 
 
 def main() -> int:
-    detach = sys.argv[1] == "1"
+    mode = sys.argv[1]
+    watched = "stdout" if mode == "capture" else "stderr"
+    if mode == "capture":
+        cell = (
+            "import ctypes, time, pylogsink\nlibc = ctypes.CDLL(None)\n"
+            "with pylogsink.capture_output(stderr=False):\n"
+            "    for i in range(30):\n"
+            "        libc.printf(b'[C] slow line %d\\n', i); libc.fflush(None); time.sleep(0.05)\n"
+        )
+    else:
+        cell = f"import pylogsink\npylogsink.log_slowly(30, 0.05, detach={mode == '1'})\n"
     km, kc = start_new_kernel(kernel_name="python3")
     try:
-        msg_id = kc.execute(
-            f"import pylogsink\npylogsink.log_slowly(30, 0.05, detach={detach})\nprint('returned', flush=True)\n"
-        )
-        stderr: list[tuple[datetime.datetime, list[str]]] = []
+        msg_id = kc.execute(cell + "print('returned', flush=True)\n")
+        arrived: list[tuple[datetime.datetime, list[str]]] = []
         returned = None
         while True:
             msg = kc.get_iopub_msg(timeout=60)
             if msg["parent_header"].get("msg_id") != msg_id:
                 continue
             kind, content, date = msg["msg_type"], msg["content"], msg["header"]["date"]
-            if kind == "stream" and content["name"] == "stderr":
-                stderr.append((date, [line.split("] ", 1)[1] for line in content["text"].splitlines()]))
+            if kind == "stream" and content["name"] == watched:
+                got = [line.split("] ", 1)[1] for line in content["text"].splitlines() if "] " in line]
+                if got:
+                    arrived.append((date, got))
             if kind == "stream" and content["name"] == "stdout" and "returned" in content["text"]:
                 returned = date
             if kind == "status" and content["execution_state"] == "idle":
@@ -44,8 +57,8 @@ def main() -> int:
         kc.stop_channels()
         km.shutdown_kernel(now=True)
     assert returned is not None, "the cell printed nothing"
-    lines = [line for _, got in stderr for line in got]
-    early = sum(len(got) for date, got in stderr if date < returned - datetime.timedelta(seconds=0.5))
+    lines = [line for _, got in arrived for line in got]
+    early = sum(len(got) for date, got in arrived if date < returned - datetime.timedelta(seconds=0.5))
     print(json.dumps({"lines": lines, "early": early}))
     return 0
 
