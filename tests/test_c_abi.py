@@ -239,6 +239,36 @@ def test_the_emit_header_compiles_without_python(tmp_path: Path) -> None:
         assert done.returncode != 0 and "Python.h" in done.stderr, done.stderr
 
 
+def test_a_c_extension_that_logs_and_printfs_inside_a_capture_reaches_capsys_once(
+    built: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Two pylogsinks in one process: the C extension's own (linked in) and
+    # the package's capture, which knows nothing of the other's lines.
+    sys.path.insert(0, str(built))
+    try:
+        import c_rt  # type: ignore[import-not-found]
+    finally:
+        sys.path.remove(str(built))
+    with pylogsink.capture_output():
+        c_rt.log_and_printf("both")
+    out, err = capsys.readouterr()
+    assert out == "printed: both\n"
+    assert [line.split("] ", 1)[1] for line in records(err)] == ["logged: both"]
+
+
+def test_the_same_on_the_processs_own_streams_comes_once_each(env: dict[str, str]) -> None:
+    done = subprocess.run(
+        [sys.executable, "-c", "import c_rt, pylogsink\nwith pylogsink.capture_output():\n    c_rt.log_and_printf('both')"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=env,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == "printed: both\n"
+    assert [line.split("] ", 1)[1] for line in records(done.stderr)] == ["logged: both"]
+
+
 def test_worker_threads_attached_through_the_c_abi_join_the_call(
     built: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

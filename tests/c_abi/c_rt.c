@@ -61,6 +61,24 @@ static PyObject *log_(PyObject *self, PyObject *args) {
     Py_RETURN_NONE;
 }
 
+/* log_and_printf(text: str): in one call, logs "logged: TEXT" through
+   pylogsink and printf's "printed: TEXT" to stdout, as a library that
+   writes to both would. */
+static PyObject *log_and_printf(PyObject *self, PyObject *arg) {
+    (void)self;
+    const char *text = PyUnicode_AsUTF8(arg);
+    if (text == NULL) return NULL;
+    char message[256];
+    int len = snprintf(message, sizeof message, "logged: %s", text);
+    if (len < 0 || (size_t)len >= sizeof message) len = (int)strlen(message);
+    pylogsink_call_enter();
+    pylogsink_emit(PYLOGSINK_INFO, "rt", __FILE__, __LINE__, message, (size_t)len);
+    printf("printed: %s\n", text);
+    fflush(stdout);
+    if (pylogsink_call_exit() < 0) return NULL;
+    Py_RETURN_NONE;
+}
+
 /* log_n(level, buffer: bytes, start, length, message: bytes): the target is
    buffer[start:start + length], given by its length (no NUL after it). */
 static PyObject *log_n(PyObject *self, PyObject *args) {
@@ -186,6 +204,7 @@ static PyMethodDef methods[] = {
     {"execute", execute, METH_NOARGS, NULL},
     {"log", log_, METH_VARARGS, NULL},
     {"log_n", log_n, METH_VARARGS, NULL},
+    {"log_and_printf", log_and_printf, METH_O, NULL},
     {"log_lines", log_lines, METH_O, NULL},
     {"log_then_hang", log_then_hang, METH_VARARGS, NULL},
     {"load_program", load_program, METH_VARARGS, NULL},
