@@ -88,7 +88,7 @@ def test_log_stats_counts_per_level_and_not_what_the_filter_drops() -> None:
     grew = {k: after[k] - before[k] for k in after}
     assert grew == {
         "emitted": 10, "trace": 0, "debug": 4, "info": 3, "warn": 2, "error": 1, "fatal": 0,
-        "left_out": 0, "failed_bytes": 0,
+        "left_out": 0, "failed_bytes": 0, "python_wakes": 0,
     }
 
 
