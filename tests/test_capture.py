@@ -516,6 +516,53 @@ def test_to_logging_does_not_capture_a_handlers_own_output_again(handler: str) -
         assert done.stderr.splitlines() == [f"native {i}" for i in range(3)] + ["after", "handler back"]
 
 
+LOCKED_STREAM = """
+import contextlib, ctypes, sys, threading, time, pylogsink
+
+lock = threading.RLock()
+
+class Locked:
+    # A stream whose write takes a lock that the code printing holds too.
+    def __init__(self):
+        self.parts = []
+    def write(self, text):
+        with lock:
+            time.sleep(0.002)
+            self.parts.append(text)
+        return len(text)
+    def flush(self):
+        pass
+
+out = Locked()
+libc = ctypes.CDLL(None)
+stop = False
+def native():
+    while not stop:
+        libc.write(1, b"native\\n", 7)
+        time.sleep(0.001)
+writer = threading.Thread(target=native)
+with contextlib.redirect_stdout(out), pylogsink.capture_output(stderr=False):
+    writer.start()
+    for i in range(100):
+        with lock:
+            print("python", i)
+        time.sleep(0.002)
+    stop = True
+    writer.join()
+text = "".join(out.parts)
+print(text.count("python"), text.count("native") > 0, file=sys.stderr)
+"""
+
+
+def test_a_print_holding_a_lock_the_stream_takes_does_not_hang() -> None:
+    # The hand-over under way waits for the lock the printing thread
+    # holds; the print waits for that hand-over at most the stall wait,
+    # then goes on.
+    done = python(LOCKED_STREAM, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert done.stderr.split() == ["100", "True"]
+
+
 def test_an_inner_capture_delivers_its_lines_before_it_ends(capsys: pytest.CaptureFixture[str]) -> None:
     with pylogsink.capture_output():
         with pylogsink.capture_output():

@@ -9,6 +9,7 @@
 //! are kept here until then.
 
 use super::write::{write_through_python, Written};
+use crate::control::stall_wait;
 use crate::core::capture::{self, STDERR, STDOUT};
 use crate::core::stats::count_noted;
 use crate::dest::capture::{captured_to, CapturedTo};
@@ -16,6 +17,7 @@ use crate::record::lock;
 use pyo3::prelude::*;
 use std::cell::Cell;
 use std::sync::{Condvar, Mutex};
+use std::time::{Duration, Instant};
 
 /// The Python streams that get the lines of fd 1 and fd 2, where
 /// [`CapturedTo::Python`]. Locked with the GIL held, never across Python
@@ -57,6 +59,32 @@ fn writing(py: Python<'_>) -> Writing {
     });
     HOLDS_WRITING.set(true);
     Writing
+}
+
+/// [`writing`], waiting at most `wait`: a Python write that comes after
+/// the captured lines does not wait for ever for a hand-over whose stream
+/// may need what the writing thread holds (a lock its `write` takes).
+fn writing_within(py: Python<'_>, wait: Duration) -> Option<Writing> {
+    let got = py.detach(|| {
+        let deadline = Instant::now() + wait;
+        let mut busy = lock(&WRITING);
+        while *busy {
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return false;
+            }
+            busy = WRITTEN
+                .wait_timeout(busy, left)
+                .unwrap_or_else(|e| e.into_inner())
+                .0;
+        }
+        *busy = true;
+        true
+    });
+    got.then(|| {
+        HOLDS_WRITING.set(true);
+        Writing
+    })
 }
 
 /// Begins capturing fd 1 (`stdout`) and fd 2 (`stderr`), or joins the
@@ -169,7 +197,9 @@ pub(crate) fn flush(py: Python<'_>) {
 /// descriptor `fd`'s lines: what native code wrote to `fd` before goes to
 /// the stream first, so that Python's `print` and C's line-buffered
 /// `printf` come out in the order written. Costs an `ioctl` when nothing
-/// waits; never waits for the drain thread.
+/// waits; never waits for the drain thread, and waits for a hand-over
+/// under way on another thread at most the stall wait (its stream may
+/// need a lock this thread holds): then the write goes on, out of order.
 pub(crate) fn before_python_write(py: Python<'_>, fd: i32) {
     let index = match fd {
         1 => STDOUT,
@@ -179,16 +209,18 @@ pub(crate) fn before_python_write(py: Python<'_>, fd: i32) {
     if HOLDS_WRITING.get() || (!capture::may_wait(index) && !*lock(&WRITING)) {
         return;
     }
+    // A hand-over under way on another thread finishes first.
+    let Some(writing) = writing_within(py, stall_wait()) else {
+        return;
+    };
     let mut left = None;
     loop {
         let done = py.detach(|| capture::catch_up(index, &mut left));
-        deliver(py);
+        deliver_held(py, &writing);
         if done {
             break;
         }
     }
-    // A hand-over under way on another thread finishes first.
-    drop(writing(py));
 }
 
 /// Whether the lines of captured descriptor `fd` go to a Python stream.
@@ -211,7 +243,15 @@ pub(crate) fn deliver(py: Python<'_>) {
     if !capture::pending_for_python() {
         return;
     }
-    let _writing = writing(py);
+    let writing = writing(py);
+    deliver_held(py, &writing);
+}
+
+/// [`deliver`], by the thread that holds [`WRITING`].
+fn deliver_held(py: Python<'_>, _writing: &Writing) {
+    if !capture::pending_for_python() {
+        return;
+    }
     for index in [STDOUT, STDERR] {
         let taken = capture::take_for_python(index);
         if taken.text.is_empty() {
