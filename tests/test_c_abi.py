@@ -239,16 +239,22 @@ def test_the_emit_header_compiles_without_python(tmp_path: Path) -> None:
         assert done.returncode != 0 and "Python.h" in done.stderr, done.stderr
 
 
-def test_a_c_extension_that_logs_and_printfs_inside_a_capture_reaches_capsys_once(
-    built: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
-    # Two pylogsinks in one process: the C extension's own (linked in) and
-    # the package's capture, which knows nothing of the other's lines.
+@pytest.fixture
+def c_rt(built: Path):  # type: ignore[no-untyped-def]
+    """The C extension, imported into this process."""
     sys.path.insert(0, str(built))
     try:
         import c_rt  # type: ignore[import-not-found]
     finally:
         sys.path.remove(str(built))
+    return c_rt
+
+
+def test_a_c_extension_that_logs_and_printfs_inside_a_capture_reaches_capsys_once(
+    c_rt, capsys: pytest.CaptureFixture[str]  # type: ignore[no-untyped-def]
+) -> None:
+    # Two pylogsinks in one process: the C extension's own (linked in) and
+    # the package's capture, which knows nothing of the other's lines.
     with pylogsink.capture_output():
         c_rt.log_and_printf("both")
     out, err = capsys.readouterr()
@@ -270,13 +276,8 @@ def test_the_same_on_the_processs_own_streams_comes_once_each(env: dict[str, str
 
 
 def test_worker_threads_attached_through_the_c_abi_join_the_call(
-    built: Path, capsys: pytest.CaptureFixture[str]
+    c_rt, capsys: pytest.CaptureFixture[str]  # type: ignore[no-untyped-def]
 ) -> None:
-    sys.path.insert(0, str(built))
-    try:
-        import c_rt  # type: ignore[import-not-found]
-    finally:
-        sys.path.remove(str(built))
     c_rt.fan_out(4, 50)
     found: dict[int, list[int]] = {}
     for line in records(capsys.readouterr().err):
