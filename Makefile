@@ -8,7 +8,7 @@ help: ## Show the targets
 demo: ## Build everything and run the demo (naive sink hangs, pylogsink completes)
 	scripts/demo.sh
 
-test: ## Build everything and run all tests on every CPython 3.10-3.13 found
+test: ## Build everything and run all tests on every CPython 3.11-3.15 (Debian's where missing)
 	scripts/test.sh
 
 dist: ## Build the sdist and the manylinux_2_28 wheels (abi3, and one per CPython 3.12+ found) into dist/

@@ -46,9 +46,9 @@ Why each measurement exists:
 4. call overhead: a no-op #[pyfunction] against the same wrapped in
    `pylogsink::call`, timed from Python with timeit, interleaved in one
    child. Every binding pays this. Two builds, each row saying which: the
-   benchmark's module built for CPython 3.13 (no stable ABI; pylogsink
-   keeps "is sys.stderr replaced" with a dict watcher on sys.__dict__), in
-   the .venv-3.13 bench/build.sh makes, and the abi3 build this
+   benchmark's module built for the newest CPython found (no stable ABI;
+   pylogsink keeps "is sys.stderr replaced" with a dict watcher on
+   sys.__dict__), in the .venv-versioned bench/build.sh makes, and the abi3 build this
    interpreter runs (two dict lookups per call). Target, where the stable
    ABI is not required (the first row): <= 1.25x (minimum of rounds).
 5. lines per second: pylogsink (direct to fd 2) against the naive sink
@@ -367,8 +367,9 @@ def child_overhead(p, b):
 
 
 # The call overhead where the stable ABI is not required: the benchmark's
-# module built for CPython 3.13, in the venv bench/build.sh makes for it.
-VERSIONED_PYTHON = os.path.join(HERE, "..", ".venv-3.13", "bin", "python")
+# module built for the newest CPython found, in the venv bench/build.sh
+# makes for it.
+VERSIONED_PYTHON = os.path.join(HERE, "..", ".venv-versioned", "bin", "python")
 
 
 def run_overhead_child(params, python):

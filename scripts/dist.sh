@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Builds what a release uploads into dist/: the sdist, the abi3 wheel (every
-# CPython 3.10+), and a wheel for each CPython 3.12 and later found (no
+# CPython 3.11+), and a wheel for each CPython 3.12 and later found (no
 # abi3: see scripts/test.sh). The wheels are built with zig for glibc 2.28
 # (manylinux_2_28), the C library inside them included (crates/pylogsink-py/
 # build.rs), so that they install on any Linux x86_64 with glibc 2.28 or

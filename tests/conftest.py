@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import importlib
+import json
 import os
 import select
 import shutil
@@ -35,6 +36,21 @@ def python(code: str, timeout: float = 60, **kwargs: Any) -> subprocess.Complete
         timeout=timeout,
         **kwargs,
     )
+
+
+def kernel_result(stdout: str) -> dict[str, Any]:
+    """The result a script of tests/scripts that drives a Jupyter kernel
+    printed (cell_streams.print_result): the last marked line, whatever the
+    kernel echoed around it."""
+    sys.path.insert(0, str(Path(__file__).parent / "scripts"))
+    try:
+        from cell_streams import RESULT
+    finally:
+        sys.path.pop(0)
+    marked = [line[len(RESULT) :] for line in stdout.splitlines() if line.startswith(RESULT)]
+    assert marked, f"no result line in the script's stdout: {stdout[-500:]!r}"
+    result: dict[str, Any] = json.loads(marked[-1])
+    return result
 
 
 def popen(code: str, **kwargs: Any) -> subprocess.Popen[bytes]:

@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 
 import pylogsink
-from conftest import python, records
+from conftest import kernel_result, python, records
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="output capture is built for Linux only")
 
@@ -598,7 +598,7 @@ def kernel(mode: str, env: dict[str, str], cell_timeout: float = 60) -> dict[str
         env=env,
     )
     assert done.returncode == 0, done.stderr
-    result = json.loads(done.stdout.strip().splitlines()[-1])
+    result = kernel_result(done.stdout)
     result["kernel_stdout"] = done.stdout
     return result
 
@@ -648,7 +648,7 @@ def test_a_cell_that_keeps_running_shows_its_c_output_while_it_runs(clean_env: d
         env=clean_env,
     )
     assert done.returncode == 0, done.stderr
-    got = json.loads(done.stdout.strip().splitlines()[-1])
+    got = kernel_result(done.stdout)
     assert got["lines"] == [f"slow line {i}" for i in range(30)]
     assert got["early"] >= 10, got
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import io
 import logging
+import sys
 import threading
 
 import pytest
@@ -53,3 +54,46 @@ def test_caplog_holds_a_daemon_threads_records_once_it_is_joined(
         got = [r for r in caplog.records if r.name == DEMO]
     assert len(got) == count
     assert {r.threadName for r in got} != {"pylogsink-logging"}, "the daemon thread's name, not the deliverer's"
+
+
+# Linux only: elsewhere no CPython ends a daemon thread that re-takes the GIL.
+HANDS_OVER = sys.platform == "linux" and sys.version_info < (3, 13, 8)
+
+
+@pytest.mark.parametrize("destination", ["stderr", "logging"])
+def test_the_daemon_rule_keys_on_the_cpython_version(destination: str, caplog: pytest.LogCaptureFixture) -> None:
+    # Before 3.13.8 a daemon thread hands its call's lines and records to
+    # pylogsink's thread ("pylogsink-logging"), which writes or handles
+    # them; from 3.13.8 (3.14 and 3.15 here) it writes and handles them
+    # itself at the call's return, like any other thread. Either way, every
+    # line arrives.
+    writers: list[str] = []
+
+    class Stream(io.StringIO):
+        def write(self, text: str) -> int:
+            writers.append(threading.current_thread().name)
+            return super().write(text)
+
+    class Handler(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            writers.append(threading.current_thread().name)
+
+    def in_a_named_daemon_thread() -> None:
+        thread = threading.Thread(target=pylogsink.log_lines, args=(5,), name="the-daemon", daemon=True)
+        thread.start()
+        thread.join(timeout=60)
+
+    if destination == "stderr":
+        with contextlib.redirect_stderr(Stream()):
+            in_a_named_daemon_thread()
+    else:
+        handler = Handler()
+        logging.getLogger(DEMO).addHandler(handler)
+        caplog.set_level(logging.INFO, logger=DEMO)
+        try:
+            with logging_destination(pylogsink):
+                in_a_named_daemon_thread()
+        finally:
+            logging.getLogger(DEMO).removeHandler(handler)
+    assert len(writers) == 5
+    assert set(writers) == ({"pylogsink-logging"} if HANDS_OVER else {"the-daemon"}), sys.version

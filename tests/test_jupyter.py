@@ -3,13 +3,14 @@ pipe drained by a Python thread: one call logs 256 KiB."""
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import subprocess
 import sys
 
 import pytest
+
+from conftest import kernel_result
 
 pytest.importorskip("nbclient")
 pytest.importorskip("ipykernel")
@@ -19,7 +20,7 @@ LINES = 2622  # 100-byte lines: 256 KiB
 
 
 def run_cell(sink: str, cell_timeout: float, env: dict[str, str], *extra: str, lines: int = LINES) -> dict[str, object]:
-    return json.loads(run_notebook(sink, cell_timeout, env, *extra, lines=lines).stdout.strip().splitlines()[-1])
+    return kernel_result(run_notebook(sink, cell_timeout, env, *extra, lines=lines).stdout)
 
 
 def run_notebook(
@@ -83,7 +84,7 @@ def test_a_cell_that_crashes_the_kernel_leaves_its_lines_on_the_kernels_stderr(
     # writes them to the kernel's original stderr instead, this process's.
     env = dict(clean_env, PYLOGSINK_DEMO_CRASH_HANDLER=handler)
     done = run_notebook("pylogsink", 60, env, "--crash")
-    assert json.loads(done.stdout.strip().splitlines()[-1])["dead"] is True
+    assert kernel_result(done.stdout)["dead"] is True
     found = [line.split("] ", 1)[1] for line in done.stderr.splitlines() if "] before the crash" in line]
     if handler == "on":
         assert found == [f"before the crash: line {i}" for i in range(3)], done.stderr
@@ -99,7 +100,7 @@ def live_kernel(detach: bool, env: dict[str, str]) -> dict[str, object]:
         [sys.executable, LIVE_KERNEL, "1" if detach else "0"], capture_output=True, text=True, timeout=120, env=env
     )
     assert done.returncode == 0, done.stderr
-    return json.loads(done.stdout.strip().splitlines()[-1])
+    return kernel_result(done.stdout)
 
 
 @pytest.mark.timeout(300)

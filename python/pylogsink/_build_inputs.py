@@ -42,7 +42,7 @@ def get_include() -> str:
 def get_library() -> str:
     """The path of the static library, ``libpylogsink.a``.
 
-    One library serves extensions for every CPython 3.10 and newer: it uses
+    One library serves extensions for every CPython 3.11 and newer: it uses
     stable-ABI symbols only. Raises ``CLibraryMissingError`` (a
     ``RuntimeError``) if the package has no C library.
     """

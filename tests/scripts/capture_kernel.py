@@ -14,14 +14,13 @@ depends on PYTEST_CURRENT_TEST in the environment, which the caller sets.
 
 from __future__ import annotations
 
-import json
 import sys
 
 import nbformat
 from nbclient import NotebookClient
 from nbclient.exceptions import CellTimeoutError, DeadKernelError
 
-from cell_streams import streams
+from cell_streams import print_result, streams
 
 SETUP = "import ctypes, pylogsink\nlibc = ctypes.CDLL(None)\ngil_libc = ctypes.PyDLL(None)\n"
 BIG = "data = (b'x' * 99 + b'\\n') * 30000\n"
@@ -63,13 +62,13 @@ def main() -> int:
     try:
         client.execute()
     except CellTimeoutError:
-        print(json.dumps({"timed_out": True}))
+        print_result({"timed_out": True})
         return 0
     except DeadKernelError:
-        print(json.dumps({"timed_out": False, "dead": True}))
+        print_result({"timed_out": False, "dead": True})
         return 0
     errors = [o.get("ename") for c in nb.cells for o in c.outputs if o.get("output_type") == "error"]
-    print(json.dumps({"timed_out": False, "cells": [streams(c.outputs) for c in nb.cells], "errors": errors}))
+    print_result({"timed_out": False, "cells": [streams(c.outputs) for c in nb.cells], "errors": errors})
     return 0
 
 

@@ -17,10 +17,11 @@ environment: ipykernel turns its fd 2 capture off under pytest.
 from __future__ import annotations
 
 import datetime
-import json
 import sys
 
 from jupyter_client.manager import start_new_kernel
+
+from cell_streams import print_result
 
 
 def main() -> int:
@@ -59,7 +60,7 @@ def main() -> int:
     assert returned is not None, "the cell printed nothing"
     lines = [line for _, got in arrived for line in got]
     early = sum(len(got) for date, got in arrived if date < returned - datetime.timedelta(seconds=0.5))
-    print(json.dumps({"lines": lines, "early": early}))
+    print_result({"lines": lines, "early": early})
     return 0
 
 

@@ -12,14 +12,13 @@ ipykernel turns its fd 2 capture off under pytest.
 
 from __future__ import annotations
 
-import json
 import sys
 
 import nbformat
 from nbclient import NotebookClient
 from nbclient.exceptions import CellTimeoutError, DeadKernelError
 
-from cell_streams import streams
+from cell_streams import print_result, streams
 
 
 def main() -> int:
@@ -44,14 +43,14 @@ def main() -> int:
     try:
         client.execute()
     except CellTimeoutError:
-        print(json.dumps({"timed_out": True}))
+        print_result({"timed_out": True})
         return 0
     except DeadKernelError:
-        print(json.dumps({"timed_out": False, "dead": True}))
+        print_result({"timed_out": False, "dead": True})
         return 0
     per_cell = [streams(c.outputs) for c in nb.cells]
     errors = [o.get("ename") for c in nb.cells for o in c.outputs if o.get("output_type") == "error"]
-    print(json.dumps({"timed_out": False, "streams": per_cell[0], "cells": per_cell, "errors": errors}))
+    print_result({"timed_out": False, "streams": per_cell[0], "cells": per_cell, "errors": errors})
     return 0
 
 
