@@ -13,8 +13,11 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 pip_q=(-m pip install -q --disable-pip-version-check)
+started=$SECONDS
+# Each step's heading says how long the run has taken so far.
+step() { echo "== $* [$(((SECONDS - started) / 60)) min $(((SECONDS - started) % 60)) s]"; }
 
-echo "== cargo fmt, the layers of src/, clippy, test, doc"
+step "cargo fmt, the layers of src/, clippy, test, doc"
 cargo fmt --all -- --check
 python3 scripts/check_layers.py
 cargo clippy --all-targets --all-features -- -D warnings
@@ -24,10 +27,10 @@ RUSTDOCFLAGS="-D warnings" cargo doc -q --no-deps -p pylogsink --all-features
 # The PyO3 example is a project of its own (its own workspace and target/).
 (cd examples/pyo3-extension && cargo fmt -- --check && cargo clippy -q --all-targets -- -D warnings)
 
-echo "== the crate as crates.io would get it (packaged, built alone; nothing uploaded)"
+step "the crate as crates.io would get it (packaged, built alone; nothing uploaded)"
 cargo publish --dry-run --allow-dirty -p pylogsink
 
-echo "== build the wheels (pylogsink with its C library, the test extension, the PyO3 example)"
+step "build the wheels (pylogsink with its C library, the test extension, the PyO3 example)"
 # pylogsink's sdist and wheels as a release ships them (make dist: zig,
 # manylinux_2_28), which the tests install and inspect (tests/test_dist.py).
 scripts/dist.sh
@@ -41,7 +44,7 @@ ran=0
 for py in $(scripts/pythons.sh); do
   version=$("$py" -c 'import sys; print("%d.%d" % sys.version_info[:2])')
   venv=".venvs/$version"
-  echo "== Python $version ($py)"
+  step "Python $version ($py)"
   [ -x "$venv/bin/python" ] || "$py" -m venv "$venv"
   "$venv/bin/python" "${pip_q[@]}" -r tests/requirements.txt
   wheels_here=("${wheels[@]}")
@@ -56,9 +59,10 @@ for py in $(scripts/pythons.sh); do
   # tests/requirements.txt).
   rm -rf examples/pybind11-extension/build
   "$venv/bin/python" "${pip_q[@]}" --force-reinstall --no-deps --no-build-isolation ./examples/pybind11-extension
-  "$venv/bin/python" -m pytest -p no:cacheprovider tests "$@" || status=1
+  "$venv/bin/python" -m pytest -p no:cacheprovider --durations=15 tests "$@" || status=1
   ran=$((ran + 1))
 done
+step "done"
 if [ "$ran" -eq 0 ]; then
   echo "no CPython 3.11 to 3.15 found" >&2
   exit 1

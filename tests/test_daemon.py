@@ -71,7 +71,7 @@ def test_the_daemon_rule_keys_on_the_cpython_version(destination: str, caplog: p
 
     class Stream(io.StringIO):
         def write(self, text: str) -> int:
-            writers.append(threading.current_thread().name)
+            writers.extend([threading.current_thread().name] * len(records(text)))
             return super().write(text)
 
     class Handler(logging.Handler):

@@ -283,6 +283,16 @@ def unresolved(objdump: str) -> list[str]:
     return found
 
 
+def test_dist_has_the_wheel_this_cpython_installs() -> None:
+    # make dist builds the abi3 wheel (CPython 3.11 and later) and one for
+    # each CPython 3.12 and later found, 3.14 and 3.15 included.
+    names = [w.name for w in dist_wheels()]
+    tag = "cp%d%d" % sys.version_info[:2]
+    assert any("-cp311-abi3-" in n for n in names), names
+    if sys.version_info >= (3, 12):
+        assert any(f"-{tag}-{tag}-manylinux_2_28_" in n for n in names), names
+
+
 def test_dist_wheels_are_manylinux_2_28(tmp_path: Path) -> None:
     importable("auditwheel")
     if shutil.which("objdump") is None:
