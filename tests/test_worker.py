@@ -132,8 +132,9 @@ def execute_until_stopped():
 
 other = threading.Thread(target=execute_until_stopped)
 other.start()
-for _ in range(20):
-    # Workers log while holding the backend lock.
+for _ in range(200):
+    # Workers log while holding the backend lock. The two threads meet
+    # within a few rounds, even on a busy machine.
     pylogsink.fan_out(4, 25, under_backend=True)
 stop.set()
 other.join()
