@@ -111,7 +111,17 @@ fn return_after_writing<T>(
         Ok(()) => result,
         Err(interrupt) => {
             if let Err(own) = result {
-                interrupt.set_context(py, Some(own));
+                // What `PyErr::set_context` does, which PyO3 has only from
+                // 0.29 on.
+                // SAFETY: the GIL is held (`py`); `interrupt.value` is a
+                // live exception instance, and PyException_SetContext
+                // steals the new reference that `into_ptr` hands over.
+                unsafe {
+                    pyo3::ffi::PyException_SetContext(
+                        interrupt.value(py).as_ptr(),
+                        own.into_value(py).into_ptr(),
+                    );
+                }
             }
             Err(interrupt)
         }

@@ -130,14 +130,17 @@ mod watch {
         new_value: *mut PyObject,
     ) -> c_int;
 
-    // SAFETY: the declaration of CPython's `PyDict_AddWatcher`
-    // (Include/cpython/dictobject.h, 3.12+), which pyo3-ffi 0.30 skips:
-    // `int PyDict_AddWatcher(PyDict_WatchCallback callback)`, the callback
-    // taking the `PyDict_WatchEvent` enum (an int) and three object
-    // pointers. Built only for CPython 3.12+ (`Py_3_12`), where libpython
-    // has the symbol.
+    // SAFETY: the declarations of CPython's dict watcher functions
+    // (Include/cpython/dictobject.h, 3.12+), which pyo3-ffi skips or, before
+    // 0.29, lacks: `int PyDict_AddWatcher(PyDict_WatchCallback callback)`,
+    // the callback taking the `PyDict_WatchEvent` enum (an int) and three
+    // object pointers; `int PyDict_Watch(int watcher_id, PyObject *dict)`;
+    // `int PyDict_ClearWatcher(int watcher_id)`. Built only for CPython
+    // 3.12+ (`Py_3_12`), where libpython has the symbols.
     extern "C" {
         fn PyDict_AddWatcher(callback: DictWatchCallback) -> c_int;
+        fn PyDict_Watch(watcher_id: c_int, dict: *mut PyObject) -> c_int;
+        fn PyDict_ClearWatcher(watcher_id: c_int) -> c_int;
     }
 
     /// The answer kept, if any.
@@ -172,8 +175,8 @@ mod watch {
         // functions set an exception, which `PyErr::take` clears.
         let watched = unsafe {
             let id = PyDict_AddWatcher(on_sys_dict_event);
-            if id >= 0 && pyo3::ffi::PyDict_Watch(id, dict) != 0 {
-                pyo3::ffi::PyDict_ClearWatcher(id);
+            if id >= 0 && PyDict_Watch(id, dict) != 0 {
+                PyDict_ClearWatcher(id);
                 false
             } else {
                 id >= 0
