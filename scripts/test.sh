@@ -3,7 +3,8 @@
 # (scripts/check_layers.py), clippy, the Rust tests and docs, the crate as
 # crates.io would get it (a publish dry run), then the Python tests on each
 # CPython 3.11 to 3.15 (scripts/pythons.sh finds them, or unpacks Debian's),
-# with the two examples in examples/ built as their users would. The abi3
+# with the two examples in examples/ built as their users would, and last
+# the oldest PyO3 supported (scripts/test_pyo3_oldest.sh). The abi3
 # wheel on 3.11; on 3.12 and later a
 # wheel built for that version (no abi3), where pylogsink keeps "is
 # sys.stderr replaced" with a dict watcher. pylogsink's wheels are those
@@ -59,12 +60,25 @@ for py in $(scripts/pythons.sh); do
   # tests/requirements.txt).
   rm -rf examples/pybind11-extension/build
   "$venv/bin/python" "${pip_q[@]}" --force-reinstall --no-deps --no-build-isolation ./examples/pybind11-extension
-  "$venv/bin/python" -m pytest -p no:cacheprovider --durations=15 tests "$@" || status=1
+  # Two tests at a time (pytest-xdist), one per core: most of the suite
+  # waits on child processes.
+  "$venv/bin/python" -m pytest -p no:cacheprovider -n 2 --durations=15 tests "$@" || status=1
   ran=$((ran + 1))
+  if [ -z "${oldest_pyo3_on:-}" ] && "$py" -c 'import sys; sys.exit(sys.version_info >= (3, 14))'; then
+    oldest_pyo3_on=$py
+  fi
 done
-step "done"
 if [ "$ran" -eq 0 ]; then
   echo "no CPython 3.11 to 3.15 found" >&2
   exit 1
 fi
+# The oldest PyO3 pylogsink supports, on the oldest CPython tested that it
+# supports (PyO3 0.26 stops at 3.14).
+step "PyO3 0.26"
+if [ -n "${oldest_pyo3_on:-}" ]; then
+  scripts/test_pyo3_oldest.sh "$oldest_pyo3_on" -n 2 "$@" || status=1
+else
+  echo "skipped: PyO3 0.26 needs a CPython 3.11 to 3.13, and none was found"
+fi
+step "done"
 exit $status
