@@ -277,11 +277,14 @@ def test_a_crash_inside_a_capture_leaves_the_captured_text_on_the_original_fd2(
     assert done.returncode == -{"segv": signal.SIGSEGV, "abort": signal.SIGABRT}[kind], done.stderr
     handed = stream.read_text()
     if handler == "on":
-        # Each piece once: on the original fd 2, or in the stream when the
-        # Python thread took it before the crash.
-        both = done.stderr + handed
-        assert both.count("drained before the crash\n") == 1, (done.stderr, handed)
-        assert both.count("no line end yet") == 1, (done.stderr, handed)
+        # Each piece on the original fd 2, or in the stream when the Python
+        # thread wrote it there before the crash: never lost. Lines that the
+        # Python thread took and was writing when the crash came are also
+        # written by the crash handler (a repeat is better than a loss), so
+        # a piece may be in both, once each.
+        for piece in ["drained before the crash\n", "no line end yet"]:
+            on_fd2, in_stream = done.stderr.count(piece), handed.count(piece)
+            assert on_fd2 <= 1 and in_stream <= 1 and on_fd2 + in_stream >= 1, (piece, done.stderr, handed)
         assert "busy buffers" not in done.stderr
         assert [r.split("] ", 1)[1] for r in records(done.stderr)] == [f"before the crash: line {i}" for i in range(3)]
     else:

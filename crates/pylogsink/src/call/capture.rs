@@ -260,6 +260,7 @@ fn deliver_held(py: Python<'_>, _writing: &Writing) {
         let stream = lock(&STREAMS)[index].as_ref().map(|s| s.clone_ref(py));
         let Some(stream) = stream else {
             py.detach(|| capture::write_original(index, taken));
+            capture::handed_over(index);
             continue;
         };
         match write_through_python(py, Ok(stream.into_bound(py)), &taken.text) {
@@ -274,5 +275,6 @@ fn deliver_held(py: Python<'_>, _writing: &Writing) {
                 py.detach(|| capture::write_original(index, taken));
             }
         }
+        capture::handed_over(index);
     }
 }

@@ -39,7 +39,7 @@ use crate::record::{lock, lock_at_crash, HeldForFork};
 use std::io;
 use std::os::fd::RawFd;
 use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU64, Ordering};
-use std::sync::{Condvar, Mutex};
+use std::sync::{Condvar, Mutex, MutexGuard};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
@@ -96,6 +96,10 @@ pub(crate) struct Stream {
 struct Waiting {
     kept: Kept,
     lines: Lines,
+    /// The lines Python took last ([`take_for_python`]), until they are
+    /// written ([`handed_over`]): a crash in between writes them too, since
+    /// a repeat is better than a loss.
+    handed: Kept,
 }
 
 impl Stream {
@@ -113,6 +117,7 @@ impl Stream {
             waiting: Mutex::new(Waiting {
                 kept: Kept::with_cap(BUDGET),
                 lines: Lines::new(),
+                handed: Kept::with_cap(BUDGET),
             }),
         }
     }
@@ -330,15 +335,36 @@ pub(crate) fn pending_for_python() -> bool {
     STREAMS.iter().any(|s| s.pending.load(Ordering::Acquire))
 }
 
-/// Takes the lines of stream `index` that wait for Python.
+/// Takes the lines of stream `index` that wait for Python. Until
+/// [`handed_over`], the crash handler still has a copy.
 pub(crate) fn take_for_python(index: usize) -> Taken {
-    let stream = &STREAMS[index];
+    take(&STREAMS[index])
+}
+
+/// [`take_for_python`] for one stream.
+fn take(stream: &Stream) -> Taken {
     if !stream.pending.swap(false, Ordering::AcqRel) {
         return Taken::default();
     }
-    let taken = lock(&stream.waiting).kept.take();
+    let mut waiting = lock(&stream.waiting);
+    let taken = waiting.kept.take();
+    waiting.handed = Kept::with_cap(BUDGET);
+    waiting.handed.append(taken.clone(), 0);
+    drop(waiting);
     stream.takes.fetch_add(1, Ordering::Release);
     taken
+}
+
+/// The lines of stream `index` that Python took last are written (or
+/// written elsewhere): the crash handler no longer needs its copy.
+pub(crate) fn handed_over(index: usize) {
+    forget_handed(&STREAMS[index]);
+}
+
+/// [`handed_over`] for one stream.
+fn forget_handed(stream: &Stream) {
+    let old = std::mem::replace(&mut lock(&stream.waiting).handed, Kept::with_cap(BUDGET));
+    drop(old); // freed outside the lock
 }
 
 /// Writes lines that Python could not take to stream `index`'s original
@@ -445,7 +471,7 @@ fn drain(mut reads: [RawFd; 2], control: RawFd) {
             let now = Instant::now();
             for (stream, empty) in STREAMS.iter().zip(empty) {
                 let mut waiting = lock(&stream.waiting);
-                let Waiting { kept, lines } = &mut *waiting;
+                let Waiting { kept, lines, .. } = &mut *waiting;
                 let mut out = |text: &[u8], rest: bool| kept.push_text_from(text, rest);
                 if finish && !more {
                     lines.flush(&mut out);
@@ -605,6 +631,9 @@ pub(crate) fn catch_up(index: usize, left: &mut Option<usize>) -> bool {
     let mut chunk = [0u8; 4096];
     while room > 0 {
         let size = chunk.len().min(room);
+        // Bytes out of the pipe are in the lines before the crash handler
+        // can look: it waits for `waiting`.
+        let mut waiting = lock(&stream.waiting);
         // SAFETY: `chunk` is valid for writes of `size` bytes; `read` is
         // the non-blocking read end, open while `reading` is held.
         let n = unsafe { libc::read(read, chunk.as_mut_ptr().cast(), size) };
@@ -619,8 +648,7 @@ pub(crate) fn catch_up(index: usize, left: &mut Option<usize>) -> bool {
         let n = n as usize;
         room -= n;
         *left -= n;
-        let mut waiting = lock(&stream.waiting);
-        let Waiting { kept, lines } = &mut *waiting;
+        let Waiting { kept, lines, .. } = &mut *waiting;
         lines.feed(&chunk[..n], Instant::now(), &mut |text, rest| {
             kept.push_text_from(text, rest)
         });
@@ -667,14 +695,16 @@ fn read_pipe(stream: &Stream, read: RawFd, buffer: &mut [u8], limit: usize) -> R
     let mut total = 0;
     while total < limit {
         let size = buffer.len().min(limit - total);
+        // Bytes out of the pipe are in the lines before the crash handler
+        // can look: it waits for `waiting`.
+        let mut waiting = lock(&stream.waiting);
         // SAFETY: `buffer` is valid for writes of `size <= buffer.len()`
         // bytes.
         let n = unsafe { libc::read(read, buffer.as_mut_ptr().cast(), size) };
         if n > 0 {
             let n = n as usize;
             total += n;
-            let mut waiting = lock(&stream.waiting);
-            let Waiting { kept, lines } = &mut *waiting;
+            let Waiting { kept, lines, .. } = &mut *waiting;
             lines.feed(&buffer[..n], Instant::now(), &mut |text, rest| {
                 kept.push_text_from(text, rest)
             });
@@ -724,18 +754,38 @@ fn pass_on(stream: &Stream, wait: Duration) -> bool {
 /// to, for the crash handler (see [`lock_at_crash`]); returns how many
 /// locks stayed held.
 pub(crate) fn visit(text: &mut dyn FnMut(i32, &Kept)) -> usize {
-    let mut busy = 0;
-    for stream in &STREAMS {
-        let saved = stream.saved.load(Ordering::Relaxed);
-        if saved < 0 {
-            continue;
-        }
-        match lock_at_crash(&stream.waiting) {
-            Some(waiting) => text(saved, &waiting.kept),
-            None => busy += 1,
-        }
+    STREAMS
+        .iter()
+        .map(|stream| visit_stream(stream, text))
+        .sum()
+}
+
+/// [`visit`] for one stream: the lines Python took and has not written
+/// yet, then those that wait. 1 if its lock stayed held.
+fn visit_stream(stream: &Stream, text: &mut dyn FnMut(i32, &Kept)) -> usize {
+    let saved = stream.saved.load(Ordering::Relaxed);
+    if saved < 0 {
+        return 0;
     }
-    busy
+    match lock_at_crash(&stream.waiting) {
+        Some(waiting) => {
+            text(saved, &waiting.handed);
+            text(saved, &waiting.kept);
+            0
+        }
+        None => 1,
+    }
+}
+
+/// For the crash handler, before [`visit`]: stops the pipes' reading
+/// until the guards drop, so that no byte moves from a pipe into the lines
+/// between the handler's look at the lines and its read of the pipes
+/// (the drain thread runs on while the handler writes). A lock held on
+/// (by the thread that crashed) is given up after [`lock_at_crash`]'s wait.
+pub(crate) fn stop_reading_at_crash() -> [Option<MutexGuard<'static, ()>>; 2] {
+    STREAMS
+        .each_ref()
+        .map(|stream| lock_at_crash(&stream.reading))
 }
 
 /// For the crash handler, after [`visit`]: hands `write` each stream's
@@ -795,6 +845,10 @@ pub(crate) fn hold_for_fork() -> HeldForFork {
                 stream.to_python.store(false, Ordering::Relaxed);
                 waiting.lines.clear();
                 drop(waiting.kept.take());
+                drop(std::mem::replace(
+                    &mut waiting.handed,
+                    Kept::with_cap(BUDGET),
+                ));
             }
             close_all(&state.control);
             state.control = [-1, -1];
@@ -930,6 +984,34 @@ mod tests {
             got.extend_from_slice(text);
         });
         assert_eq!(got, b"drained, no end and still in the pipe\n");
+        close_all(&[input[0], input[1], output[0], output[1]]);
+    }
+
+    #[test]
+    fn lines_taken_for_python_reach_the_crash_handler_until_handed_over() {
+        let (stream, input, output) = stream(true);
+        let mut buffer = vec![0u8; 1024];
+        write(input[1], b"taken, not yet written\n");
+        read_pipe(&stream, input[0], &mut buffer, BUDGET);
+        pass_on(&stream, Duration::ZERO);
+        let at_crash = |stream: &Stream| {
+            let mut got = Vec::new();
+            let busy = visit_stream(stream, &mut |fd, kept| {
+                assert_eq!(fd, output[1]);
+                got.extend_from_slice(kept.lines_bytes());
+            });
+            assert_eq!(busy, 0);
+            got
+        };
+        assert_eq!(at_crash(&stream), b"taken, not yet written\n");
+        assert_eq!(take(&stream).text, b"taken, not yet written\n");
+        assert_eq!(
+            at_crash(&stream),
+            b"taken, not yet written\n",
+            "in neither place without the copy"
+        );
+        forget_handed(&stream);
+        assert_eq!(at_crash(&stream), b"");
         close_all(&[input[0], input[1], output[0], output[1]]);
     }
 }

@@ -19,7 +19,7 @@
 //! counted in a note. Records for `logging` are formatted into a buffer allocated
 //! when the handler is installed.
 
-use super::capture::write_rest_at_crash;
+use super::capture::{stop_reading_at_crash, write_rest_at_crash};
 use super::registry::visit_waiting;
 use super::stats::count_left_out;
 use crate::control::stall_wait;
@@ -119,6 +119,9 @@ extern "C" fn on_fatal_signal(
 /// lines there; where that fails, fd 2 gets them.
 fn write_waiting() {
     let deadline = Instant::now() + stall_wait();
+    // Held until the end: what an output capture's pipes hold stays there
+    // until `write_rest_at_crash` reads it.
+    let _reading = stop_reading_at_crash();
     let write = |fd: i32, text: &[u8]| {
         if fd < 0 || !write_from_signal_handler(fd, text, deadline) {
             write_from_signal_handler(fd::stderr(), text, deadline);

@@ -297,7 +297,7 @@ impl Kept {
 }
 
 /// What [`Kept::take`] hands out.
-#[derive(Debug, Default)]
+#[derive(Clone, Debug, Default)]
 pub(crate) struct Taken {
     /// The note (if any) and the lines, ready to write.
     pub text: Vec<u8>,
