@@ -175,17 +175,7 @@ pub unsafe extern "C" fn pylogsink_call_exit() -> c_int {
         (0, Some(own)) => own.restore(py),
         (_, Some(own)) => {
             let interrupt = PyErr::fetch(py);
-            // What `PyErr::set_context` does, which PyO3 has only from 0.29
-            // on.
-            // SAFETY: the GIL is held; `interrupt.value` is a live exception
-            // instance, and PyException_SetContext steals the new reference
-            // that `into_ptr` hands over.
-            unsafe {
-                pyo3::ffi::PyException_SetContext(
-                    interrupt.value(py).as_ptr(),
-                    own.into_value(py).into_ptr(),
-                );
-            }
+            pylogsink::__private_api::set_context(py, &interrupt, own);
             interrupt.restore(py);
         }
         _ => {}

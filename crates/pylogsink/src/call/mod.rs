@@ -111,20 +111,25 @@ fn return_after_writing<T>(
         Ok(()) => result,
         Err(interrupt) => {
             if let Err(own) = result {
-                // What `PyErr::set_context` does, which PyO3 has only from
-                // 0.29 on.
-                // SAFETY: the GIL is held (`py`); `interrupt.value` is a
-                // live exception instance, and PyException_SetContext
-                // steals the new reference that `into_ptr` hands over.
-                unsafe {
-                    pyo3::ffi::PyException_SetContext(
-                        interrupt.value(py).as_ptr(),
-                        own.into_value(py).into_ptr(),
-                    );
-                }
+                set_context(py, &interrupt, own);
             }
             Err(interrupt)
         }
+    }
+}
+
+/// Makes `context` the `__context__` of `err`: what `PyErr::set_context`
+/// does, which PyO3 has only from 0.29 on.
+#[doc(hidden)]
+pub fn set_context(py: Python<'_>, err: &PyErr, context: PyErr) {
+    // SAFETY: the GIL is held (`py`); `err.value` is a live exception
+    // instance, and PyException_SetContext steals the new reference that
+    // `into_ptr` hands over.
+    unsafe {
+        pyo3::ffi::PyException_SetContext(
+            err.value(py).as_ptr(),
+            context.into_value(py).into_ptr(),
+        );
     }
 }
 
