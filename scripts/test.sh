@@ -72,13 +72,13 @@ if [ "$ran" -eq 0 ]; then
   echo "no CPython 3.11 to 3.15 found" >&2
   exit 1
 fi
-# The oldest PyO3 pylogsink supports, on the oldest CPython tested that it
-# supports (PyO3 0.26 stops at 3.14).
+# The oldest PyO3 pylogsink supports, on the oldest CPython tested, one
+# older than 3.14 (PyO3 0.26 came out before 3.15).
 step "PyO3 0.26"
 if [ -n "${oldest_pyo3_on:-}" ]; then
   scripts/test_pyo3_oldest.sh "$oldest_pyo3_on" -n 2 "$@" || status=1
 else
-  echo "skipped: PyO3 0.26 needs a CPython 3.11 to 3.13, and none was found"
+  echo "skipped: the oldest PyO3 is tested on a CPython 3.11 to 3.13, and none was found"
 fi
 step "done"
 exit $status
