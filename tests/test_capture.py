@@ -291,6 +291,69 @@ def test_a_crash_inside_a_capture_leaves_the_captured_text_on_the_original_fd2(
         assert "drained before the crash" not in done.stderr, "without the handler it dies with the process"
 
 
+FORK_DURING_HAND_OVER = """
+import io, os, sys, threading, time, pylogsink
+
+class Slow(io.TextIOBase):
+    # A replaced sys.stdout whose write takes a while: pylogsink's thread
+    # is inside a hand-over most of the time.
+    def __init__(self, path):
+        self.file = open(path, "a")
+    def writable(self):
+        return True
+    def write(self, text):
+        time.sleep(0.002)
+        self.file.write(text)
+        return len(text)
+
+sys.stdout = Slow(os.devnull)
+stop = threading.Event()
+
+def writer():
+    while not stop.is_set():
+        os.write(1, b"native output\\n" * 20)  # the GIL released
+
+hung = failed = 0
+with pylogsink.capture_output():
+    thread = threading.Thread(target=writer)
+    thread.start()
+    for _ in range(20):
+        time.sleep(0.01)
+        pid = os.fork()
+        if pid == 0:
+            # The child's own capture, handed to its own sys.stdout.
+            sys.stdout = io.StringIO()
+            with pylogsink.capture_output():
+                os.write(1, b"from the child\\n")
+            os._exit(0 if "from the child" in sys.stdout.getvalue() else 3)
+        deadline = time.monotonic() + 5
+        while True:
+            done, status = os.waitpid(pid, os.WNOHANG)
+            if done:
+                failed += os.waitstatus_to_exitcode(status) != 0
+                break
+            if time.monotonic() > deadline:
+                os.kill(pid, 9)
+                os.waitpid(pid, 0)
+                hung += 1
+                break
+            time.sleep(0.005)
+    stop.set()
+    thread.join()
+print(f"hung={hung} failed={failed}", file=sys.stderr)
+"""
+
+@pytest.mark.timeout(240)
+def test_children_forked_during_a_hand_over_never_hang_in_their_own_capture() -> None:
+    # pylogsink's thread is inside a slow sys.stdout.write most of the
+    # time; each child makes a capture of its own, whose end writes to the
+    # child's sys.stdout. 20 of 20 children hung before the child forgot
+    # its parent's hand-over.
+    done = python(FORK_DURING_HAND_OVER, timeout=200)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stderr.splitlines()[-1] == "hung=0 failed=0"
+
+
 FORK = """
 import contextlib, io, os, sys, pylogsink
 buf = io.StringIO()

@@ -11,6 +11,7 @@
 use super::write::{write_through_python, Written};
 use crate::control::stall_wait;
 use crate::core::capture::{self, STDERR, STDOUT};
+use crate::core::fork;
 use crate::core::stats::count_noted;
 use crate::dest::capture::{captured_to, CapturedTo};
 use crate::record::lock;
@@ -24,10 +25,19 @@ use std::time::{Duration, Instant};
 /// code.
 static STREAMS: Mutex<[Option<Py<PyAny>>; 2]> = Mutex::new([None, None]);
 
-/// Held (true) by the one thread that writes captured lines to Python, so
-/// that the lines go in order: pylogsink's Python thread and the thread
-/// that ends a capture both write, and a write may let the GIL go.
-static WRITING: Mutex<bool> = Mutex::new(false);
+/// Held by the one thread that writes captured lines to Python, so that
+/// the lines go in order: pylogsink's Python thread and the thread that
+/// ends a capture both write, and a write may let the GIL go. It holds the
+/// process's generation ([`fork::generation`]): a child forked while a
+/// thread of its parent held it starts with it free, since that thread is
+/// not in the child.
+static WRITING: Mutex<Option<u64>> = Mutex::new(None);
+
+/// Whether [`WRITING`], as `holder` says, is held by a thread of this
+/// process.
+fn held(holder: Option<u64>) -> bool {
+    holder == Some(fork::generation())
+}
 static WRITTEN: Condvar = Condvar::new();
 
 thread_local! {
@@ -42,7 +52,7 @@ struct Writing;
 impl Drop for Writing {
     fn drop(&mut self) {
         HOLDS_WRITING.set(false);
-        *lock(&WRITING) = false;
+        *lock(&WRITING) = None;
         WRITTEN.notify_all();
     }
 }
@@ -51,11 +61,11 @@ impl Drop for Writing {
 /// may need the GIL to finish).
 fn writing(py: Python<'_>) -> Writing {
     py.detach(|| {
-        let mut busy = lock(&WRITING);
-        while *busy {
-            busy = WRITTEN.wait(busy).unwrap_or_else(|e| e.into_inner());
+        let mut holder = lock(&WRITING);
+        while held(*holder) {
+            holder = WRITTEN.wait(holder).unwrap_or_else(|e| e.into_inner());
         }
-        *busy = true;
+        *holder = Some(fork::generation());
     });
     HOLDS_WRITING.set(true);
     Writing
@@ -67,18 +77,18 @@ fn writing(py: Python<'_>) -> Writing {
 fn writing_within(py: Python<'_>, wait: Duration) -> Option<Writing> {
     let got = py.detach(|| {
         let deadline = Instant::now() + wait;
-        let mut busy = lock(&WRITING);
-        while *busy {
+        let mut holder = lock(&WRITING);
+        while held(*holder) {
             let left = deadline.saturating_duration_since(Instant::now());
             if left.is_zero() {
                 return false;
             }
-            busy = WRITTEN
-                .wait_timeout(busy, left)
+            holder = WRITTEN
+                .wait_timeout(holder, left)
                 .unwrap_or_else(|e| e.into_inner())
                 .0;
         }
-        *busy = true;
+        *holder = Some(fork::generation());
         true
     });
     got.then(|| {
@@ -206,7 +216,7 @@ pub(crate) fn before_python_write(py: Python<'_>, fd: i32) {
         2 => STDERR,
         _ => return,
     };
-    if HOLDS_WRITING.get() || (!capture::may_wait(index) && !*lock(&WRITING)) {
+    if HOLDS_WRITING.get() || (!capture::may_wait(index) && !held(*lock(&WRITING))) {
         return;
     }
     // A hand-over under way on another thread finishes first.
@@ -276,5 +286,18 @@ fn deliver_held(py: Python<'_>, _writing: &Writing) {
             }
         }
         capture::handed_over(index);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn writing_is_held_only_by_a_thread_of_this_process() {
+        assert!(!held(None));
+        assert!(held(Some(fork::generation())));
+        // What a parent's thread held, as a child forked then sees it.
+        assert!(!held(Some(fork::generation().wrapping_sub(1))));
     }
 }
