@@ -110,3 +110,25 @@ def test_a_missing_c_library_raises_one_clear_error(monkeypatch: pytest.MonkeyPa
         assert "pip install ." in message and "maturin build" in message
     # The headers are in every copy of the package, built or not.
     assert pylogsink.get_include() == str(tmp_path / "include")
+
+
+def test_the_declared_cpythons_are_the_tested_ones() -> None:
+    # scripts/pythons.sh lists what make test runs the suite on; the
+    # package's metadata and its abi3 floor say the same, and no more.
+    import tomllib
+
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    declared = sorted(
+        c.rsplit(" :: ", 1)[1]
+        for c in project["classifiers"]
+        if re.fullmatch(r"Programming Language :: Python :: 3\.\d+", c)
+    )
+    minors = re.search(r'^minors="([\d ]+)"$', (ROOT / "scripts" / "pythons.sh").read_text(), re.M)
+    assert minors is not None
+    tested = [f"3.{m}" for m in minors.group(1).split()]
+    assert declared == tested
+    assert project["requires-python"] == f">={tested[0]}"
+    assert "%d.%d" % sys.version_info[:2] in tested
+    floor = "abi3-py" + tested[0].replace(".", "")
+    for manifest in ["crates/pylogsink-py/Cargo.toml", "crates/pylogsink-c/Cargo.toml"]:
+        assert re.findall(r"abi3-py\d+", (ROOT / manifest).read_text()) == [floor], manifest
