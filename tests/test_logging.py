@@ -14,6 +14,7 @@ import io
 import logging
 import os
 import re
+import select
 import signal
 import subprocess
 import sys
@@ -457,27 +458,45 @@ class Pool(logging.Handler):
             pulled.append(record)
 
 logging.getLogger().addHandler(Pool())
-# Half the threads hold the GIL during their requests, half release it.
-threads = [threading.Thread(target=t.pool_get, args=({url!r}, 25, i % 2 == 0)) for i in range(8)]
-for thread in threads:
-    thread.start()
-for thread in threads:
-    thread.join()
-print(len(pulled))
+for round in range({rounds}):
+    # Half the threads hold the GIL during their requests, half release it.
+    threads = [threading.Thread(target=t.pool_get, args=({url!r}, 25, i % 2 == 0)) for i in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    print("round", round, len(pulled), flush=True)
 """
 
 
 def test_eight_threads_sharing_a_pool_that_logs_under_its_mutex_complete(url: str) -> None:
-    done = python(POOL.format(url=url), timeout=90, env=child_env())
+    done = python(POOL.format(url=url, rounds=10), timeout=90, env=child_env())
     assert done.returncode == 0, done.stderr
-    assert int(done.stdout) > 0, "ureq logged under its pool's mutex"
+    rounds = done.stdout.splitlines()
+    assert len(rounds) == 10
+    assert int(rounds[-1].split()[-1]) > 0, "ureq logged under its pool's mutex"
 
 
 def test_the_same_workload_through_pyo3_log_hangs(url: str) -> None:
     # One thread holds the GIL and waits for the pool's mutex; another holds
-    # the mutex and waits for the GIL, to log.
-    with pytest.raises(subprocess.TimeoutExpired):
-        python(POOL.format(url=url), timeout=20, env=child_env(PYLOGSINK_TESTEXT_LOGGER="pyo3-log"))
+    # the mutex and waits for the GIL, to log. The deadlock is a race, so the
+    # workload repeats until it strikes; hung means no round ends for 10 s
+    # (a round takes well under a second when it does not).
+    script = textwrap.dedent(POOL.format(url=url, rounds=1000))
+    env = child_env(PYLOGSINK_TESTEXT_LOGGER="pyo3-log")
+    child = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True, env=env)
+    assert child.stdout is not None
+    rounds = 0
+    try:
+        while select.select([child.stdout], [], [], 10)[0]:
+            if not child.stdout.readline():
+                break
+            rounds += 1
+    finally:
+        child.kill()
+        child.wait()
+    assert rounds < 1000, "all 1000 rounds ended: no deadlock"
+    assert child.returncode == -signal.SIGKILL
 
 
 def test_hostile_targets_cannot_forge_a_record_through_the_logger_name() -> None:
