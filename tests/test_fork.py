@@ -15,6 +15,7 @@ import re
 import subprocess
 import sys
 import textwrap
+from pathlib import Path
 
 import pytest
 
@@ -174,6 +175,48 @@ def test_multiprocessing_children_all_exit_with_their_records(destination: str, 
     else:
         # Each child's 100 lines on the fd 2 it shares with the parent.
         assert sum(1 for r in out.stderr.splitlines() if re.search(r"\] worker \d line \d+$", r)) == 20 * 100
+
+
+WORKER_EXIT = textwrap.dedent(
+    """
+    import multiprocessing, sys
+    import pylogsink
+    from fork_helpers import log_then_return
+
+    destination, method, folder = sys.argv[1:]
+    if __name__ == "__main__":
+        if destination == "logging":
+            pylogsink.set_log_destination("logging")
+        ctx = multiprocessing.get_context(method)
+        paths = [f"{folder}/worker-{i}.log" for i in range(10)]
+        procs = [ctx.Process(target=log_then_return, args=(destination, path)) for path in paths]
+        for p in procs:
+            p.start()
+        for p in procs:
+            p.join(60)
+        print([p.exitcode for p in procs])
+    """
+)
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("method", ["fork", "forkserver", "spawn"])
+@pytest.mark.parametrize("destination", ["stderr", "logging"])
+def test_multiprocessing_workers_deliver_what_their_native_threads_logged_last(
+    destination: str, method: str, tmp_path: Path
+) -> None:
+    # multiprocessing ends fork and forkserver workers with os._exit, which
+    # runs no atexit function: pylogsink delivers at its finalizers instead.
+    out = subprocess.run(
+        [sys.executable, "-c", WORKER_EXIT, destination, method, str(tmp_path)],
+        capture_output=True,
+        text=True,
+        timeout=100,
+        env=ENV,
+    )
+    assert out.stdout.strip() == str([0] * 10), out.stderr[-2000:]
+    got = [sum("background line" in line for line in (tmp_path / f"worker-{i}.log").read_text().splitlines()) for i in range(10)]
+    assert got == [5] * 10
 
 
 def test_the_child_gets_nothing_the_parent_had_waiting() -> None:

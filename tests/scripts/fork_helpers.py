@@ -6,6 +6,7 @@ methods need)."""
 from __future__ import annotations
 
 import logging
+import sys
 from multiprocessing.queues import Queue
 
 import pylogsink
@@ -38,3 +39,18 @@ def fan_out_in_a_child(destination: str, results: Queue[tuple[int, int]]) -> Non
     pylogsink.fan_out(4, 25)
     mine = sum(1 for m in seen if m.startswith("worker "))
     results.put((mine, sum(1 for m in seen if m.startswith("background line"))))
+
+
+def log_then_return(destination: str, path: str) -> None:
+    """A multiprocessing worker's task: a call into native code, then a
+    native thread logs 5 records outside any call, and the task returns as
+    soon as it has (the worker
+    then ends through ``os._exit`` with fork and forkserver). The records go
+    to a file: through a ``FileHandler`` or a replaced ``sys.stderr``."""
+    if destination == "logging":
+        to_logging()
+        logging.getLogger().addHandler(logging.FileHandler(path))
+    else:
+        sys.stderr = open(path, "w")  # noqa: SIM115 (closed by the exit)
+    pylogsink.noop_in_call()
+    pylogsink.start_background_logger(5).join()

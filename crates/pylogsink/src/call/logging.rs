@@ -175,11 +175,8 @@ fn set_up(py: Python<'_>, state: &State) -> PyResult<()> {
         logging.call_method1("addLevelName", (5, "TRACE"))?;
     }
     watch_levels(py, logging)?;
-    let at_exit =
-        PyCFunction::new_closure(py, Some(c"pylogsink_logging_at_exit"), None, |args, _| {
-            at_exit(args.py());
-        })?;
-    py.import("atexit")?.call_method1("register", (at_exit,))?;
+    // What waits at the end is delivered then (`at_exit`).
+    super::exit::arm(py);
     // A forked child has no thread but the one that forked: it starts a
     // delivery thread of its own.
     let in_child = PyCFunction::new_closure(py, Some(c"pylogsink_after_fork"), None, |args, _| {

@@ -8,6 +8,7 @@
 pub(crate) mod capture;
 mod daemon;
 mod errors;
+mod exit;
 mod interrupt;
 mod live;
 pub(crate) mod logging;
@@ -17,14 +18,11 @@ mod write;
 pub use errors::error;
 pub use stderr::stderr_check;
 
-use crate::control::stall::exit_wait;
 use crate::control::{stall_wait, to_logging};
-use crate::core::fork;
 use crate::core::live as core_live;
 use crate::core::queue::{
     for_stream_pending, queue_pending, queue_pending_as_text, stderr_seen, write_fd2, write_queue,
 };
-use crate::core::registry::write_everything;
 use crate::core::stats::count_noted;
 use crate::core::thread::{ThreadState, THREAD};
 use crate::dest::pending::queue;
@@ -33,10 +31,9 @@ use crate::dest::{Sink, Taken};
 use daemon::{avoid_python, hand_over};
 use interrupt::is_interrupt;
 use pyo3::prelude::*;
-use pyo3::types::PyCFunction;
 use std::panic::AssertUnwindSafe;
 use std::sync::atomic::Ordering;
-use std::sync::{Arc, Once};
+use std::sync::Arc;
 use std::time::Duration;
 use stderr::{stderr_is_own, surviving_fd};
 use write::{write_through_python, Written};
@@ -70,7 +67,7 @@ use write::{write_through_python, Written};
 /// ```
 #[inline]
 pub fn call<T>(py: Python<'_>, f: impl FnOnce() -> PyResult<T>) -> PyResult<T> {
-    register_exit_flush(py);
+    exit::arm(py);
     let mut f = Some(f);
     // One thread-local access for the whole call: enter, run, leave.
     let run = |t: &ThreadState| {
@@ -154,7 +151,7 @@ pub fn set_context(py: Python<'_>, err: &PyErr, context: PyErr) {
 /// }
 /// ```
 pub fn call_enter(py: Python<'_>) {
-    register_exit_flush(py);
+    exit::arm(py);
     let _ = THREAD.try_with(|t| enter(py, t));
 }
 
@@ -243,28 +240,6 @@ fn must_write(left: Option<(Sink, bool)>) -> bool {
         }
         None => false,
     }
-}
-
-/// Registers, once per process, a Python `atexit` function that writes
-/// every line still kept or queued to fd 2 while the interpreter is whole,
-/// with the GIL released while it waits for room.
-#[inline]
-fn register_exit_flush(py: Python<'_>) {
-    static REGISTERED: Once = Once::new();
-    REGISTERED.call_once(|| {
-        fork::install();
-        let flush = PyCFunction::new_closure(py, Some(c"pylogsink_exit_flush"), None, |args, _| {
-            let py = args.py();
-            // Records for `logging` first, while Python can take them.
-            logging::at_exit(py);
-            py.detach(|| write_everything(exit_wait()));
-        });
-        let registered = flush.and_then(|f| py.import("atexit")?.call_method1("register", (f,)));
-        if let Err(err) = registered {
-            // The C atexit hook still writes what it can.
-            err.write_unraisable(py, None);
-        }
-    });
 }
 
 /// Writes what the call kept, and what waits in the process-wide queue,

@@ -1,0 +1,140 @@
+//! The process's end: what still waits is written, or handed to Python,
+//! before it.
+//!
+//! A process ends in three ways that matter here, and each has its own
+//! last hook:
+//!
+//! - Python's exit runs the `atexit` functions while the interpreter is
+//!   whole: [`arm`] registers one.
+//! - A multiprocessing worker (fork and forkserver start methods) ends
+//!   with `os._exit` once its target returned: no `atexit` function runs,
+//!   but multiprocessing's own finalizers do (`Process._bootstrap` calls
+//!   `multiprocessing.util._exit_function`). [`arm`] registers the same
+//!   function as the last of them, in every worker.
+//! - C `exit()` (a native library that gives up) runs the C `atexit`
+//!   hooks only, without Python: `core::registry` writes to fd 2 there.
+//!
+//! `os._exit` from user code and SIGKILL run nothing: what waits then is
+//! lost, as a Python program's own buffered output is.
+
+use super::{live, logging};
+use crate::control::stall::exit_wait;
+use crate::core::fork;
+use crate::core::registry::write_everything;
+use pyo3::prelude::*;
+use pyo3::types::{PyCFunction, PyDict, PyTuple};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Once, OnceLock};
+
+/// The function that writes what waits at the end, once made.
+static AT_END: OnceLock<Py<PyAny>> = OnceLock::new();
+
+/// Whether multiprocessing was told to register [`AT_END`] in each worker
+/// it starts. A forked child inherits the flag with the registration.
+static IN_WORKERS: AtomicBool = AtomicBool::new(false);
+
+/// multiprocessing runs its finalizers by priority, highest first: this
+/// one runs after all the others, which may still log.
+const LAST: i64 = i64::MIN;
+
+/// Registers, once per process, the function that writes what waits when
+/// the process ends: with `atexit`, and with multiprocessing for its
+/// workers. A failure is reported as unraisable; the C `atexit` hook still
+/// writes what it can.
+pub(crate) fn arm(py: Python<'_>) {
+    static ARMED: Once = Once::new();
+    ARMED.call_once(|| {
+        fork::install();
+        if let Err(err) = register(py) {
+            err.write_unraisable(py, None);
+        }
+    });
+}
+
+fn register(py: Python<'_>) -> PyResult<()> {
+    let at_end = PyCFunction::new_closure(py, Some(c"pylogsink_at_end"), None, |args, _| {
+        write_what_waits(args.py());
+    })?;
+    py.import("atexit")?.call_method1("register", (&at_end,))?;
+    let _ = AT_END.set(at_end.into_any().unbind());
+    in_workers(py)?;
+    if in_a_worker(py)? {
+        // A worker whose first call came after multiprocessing started it
+        // (its `Process._bootstrap` ran the registrations already).
+        finalize_at_end(py)?;
+    }
+    // multiprocessing may be imported only after the first call: look
+    // again in each forked child, before its `Process._bootstrap` runs.
+    let in_child =
+        PyCFunction::new_closure(py, Some(c"pylogsink_end_in_child"), None, |args, _| {
+            if let Err(err) = in_workers(args.py()) {
+                err.write_unraisable(args.py(), None);
+            }
+        })?;
+    let kwargs = PyDict::new(py);
+    kwargs.set_item("after_in_child", in_child)?;
+    py.import("os")?
+        .getattr("register_at_fork")?
+        .call((), Some(&kwargs))?;
+    Ok(())
+}
+
+/// Writes what waits, while the interpreter is whole: records for
+/// `logging` first, then the lines logged outside any call for a replaced
+/// `sys.stderr`, then the lines calls still in progress kept, to fd 2 with
+/// the GIL released. Runs once per process at most, or once more when a
+/// worker's finalizers and then its `atexit` functions both run (spawn):
+/// the second time finds nothing.
+fn write_what_waits(py: Python<'_>) {
+    logging::at_exit(py);
+    live::write_outside_lines(py);
+    py.detach(|| write_everything(exit_wait()));
+}
+
+/// Once multiprocessing is imported: asks it to register [`AT_END`] as a
+/// finalizer in each worker it starts from now on (`register_after_fork`
+/// runs in the worker, after it cleared the finalizers it inherited).
+fn in_workers(py: Python<'_>) -> PyResult<()> {
+    if IN_WORKERS.load(Ordering::Acquire) {
+        return Ok(());
+    }
+    let modules = py.import("sys")?.getattr("modules")?;
+    let Ok(util) = modules.get_item("multiprocessing.util") else {
+        return Ok(());
+    };
+    if IN_WORKERS.swap(true, Ordering::AcqRel) {
+        return Ok(());
+    }
+    let Some(at_end) = AT_END.get() else {
+        return Ok(());
+    };
+    let in_worker = PyCFunction::new_closure(py, Some(c"pylogsink_in_worker"), None, |args, _| {
+        finalize_at_end(args.py())
+    })?;
+    util.call_method1("register_after_fork", (at_end.bind(py), in_worker))?;
+    Ok(())
+}
+
+/// Whether this process is a multiprocessing worker that runs its target.
+fn in_a_worker(py: Python<'_>) -> PyResult<bool> {
+    let modules = py.import("sys")?.getattr("modules")?;
+    let Ok(mp) = modules.get_item("multiprocessing") else {
+        return Ok(false);
+    };
+    Ok(!mp.call_method0("parent_process")?.is_none())
+}
+
+/// Registers [`AT_END`] as multiprocessing's last finalizer in this
+/// process.
+fn finalize_at_end(py: Python<'_>) -> PyResult<()> {
+    let Some(at_end) = AT_END.get() else {
+        return Ok(());
+    };
+    let kwargs = PyDict::new(py);
+    kwargs.set_item("exitpriority", LAST)?;
+    let args = PyTuple::new(py, [py.None(), at_end.clone_ref(py)])?;
+    py.import("multiprocessing.util")?
+        .getattr("Finalize")?
+        .call(args, Some(&kwargs))?;
+    Ok(())
+}
