@@ -177,6 +177,79 @@ def test_multiprocessing_children_all_exit_with_their_records(destination: str, 
         assert sum(1 for r in out.stderr.splitlines() if re.search(r"\] worker \d line \d+$", r)) == 20 * 100
 
 
+STREAM_FORKS = textwrap.dedent(
+    """
+    import logging, os, sys, threading, time
+    import pylogsink
+
+    # A StreamHandler on a file: pylogsink's thread takes the file's
+    # buffer lock in each record's write and flush.
+    logging.basicConfig(stream=open(sys.argv[1], "w"), level=logging.INFO)
+    if sys.argv[2] == "native":
+        pylogsink.set_log_destination("logging")
+        busy = [pylogsink.start_background_logger(10**9) for _ in range(4)]
+    else:
+        # Plain Python: threads of the program's own in the same write.
+        def chatter():
+            while True:
+                logging.getLogger("thread").info("background line")
+
+        for _ in range(4):
+            threading.Thread(target=chatter, daemon=True).start()
+    time.sleep(0.2)
+    hung = 0
+    for _ in range(20):
+        time.sleep(0.005)
+        pid = os.fork()
+        if pid == 0:
+            logging.getLogger("child").warning("the child logs")
+            os._exit(0)
+        deadline = time.monotonic() + 5
+        while not os.waitpid(pid, os.WNOHANG)[0]:
+            if time.monotonic() > deadline:
+                os.kill(pid, 9)
+                os.waitpid(pid, 0)
+                hung += 1
+                break
+            time.sleep(0.001)
+        if hung and sys.argv[2] == "python":
+            break  # shown: one is enough
+    print(f"hung={hung}", flush=True)
+    os._exit(0)
+    """
+)
+
+
+def stream_forks(threads: str, path: Path) -> str:
+    """Forks 20 children while ``threads`` ("native", through pylogsink's
+    thread, or "python") log to a ``StreamHandler`` on ``path``; each child
+    logs once. Says how many hung."""
+    out = subprocess.run(
+        [sys.executable, "-c", STREAM_FORKS, str(path), threads],
+        capture_output=True,
+        text=True,
+        timeout=150,
+        env=ENV,
+    )
+    assert out.stdout.startswith("hung="), out.stderr[-2000:]
+    return out.stdout.strip()
+
+
+@pytest.mark.timeout(180)
+def test_children_never_hang_on_a_stream_lock_pylogsinks_thread_held(tmp_path: Path) -> None:
+    # Before each fork pylogsink's thread finishes the record in hand and
+    # holds off, so no child inherits the file's buffer lock taken (16 of
+    # 20 children hung before it did).
+    assert stream_forks("native", tmp_path / "log") == "hung=0"
+
+
+@pytest.mark.timeout(180)
+def test_children_hang_on_a_stream_lock_a_python_thread_held(tmp_path: Path) -> None:
+    # The trap itself, in plain Python: Python does not reset a buffered
+    # file's lock in the child.
+    assert stream_forks("python", tmp_path / "log") == "hung=1"
+
+
 WORKER_EXIT = textwrap.dedent(
     """
     import multiprocessing, sys

@@ -21,6 +21,7 @@
 //! Python's logger levels filter on the native side too ([`crate::pylevels`]),
 //! and `logging` itself tells when they change.
 
+use super::at_fork;
 use super::daemon::hand_over;
 use super::interrupt::is_interrupt;
 use super::live;
@@ -223,6 +224,7 @@ pub(crate) fn ensure_thread(py: Python<'_>) -> PyResult<()> {
 }
 
 fn start_thread(py: Python<'_>) -> PyResult<Py<PyAny>> {
+    at_fork::register(py);
     let run =
         PyCFunction::new_closure(py, Some(c"pylogsink_logging_delivery"), None, |args, _| {
             run_thread(args.py());
@@ -320,8 +322,9 @@ fn deliver_queue(py: Python<'_>) -> Option<PyErr> {
 enum Until {
     /// Every record of the batch.
     Done,
-    /// pylogsink's thread: once exit began, the record in hand is the last;
-    /// the rest goes back to the queue, for the exit to deliver.
+    /// pylogsink's thread: once exit began, or a fork waits, the record in
+    /// hand is the last; the rest goes back to the queue, for the exit or
+    /// the thread to deliver.
     Stopped,
     /// The exit: records until the deadline; the rest goes to fd 2 as text.
     Deadline(Instant),
@@ -332,8 +335,7 @@ impl Until {
     fn stops(self) -> Option<fn(Batch)> {
         match self {
             Until::Done => None,
-            Until::Stopped => STOP
-                .load(Ordering::Acquire)
+            Until::Stopped => (STOP.load(Ordering::Acquire) || at_fork::asked())
                 .then_some(queue::put_back as fn(Batch)),
             Until::Deadline(at) => (Instant::now() >= at).then_some(rest_as_text as fn(Batch)),
         }
@@ -669,8 +671,13 @@ fn handle_note(py: Python<'_>, state: &State, name: &str, note: &str) -> PyResul
 /// Idle, it does not wake.
 fn run_thread(py: Python<'_>) {
     loop {
-        let woken = py.detach(wait_for_python);
+        let woken = py.detach(|| {
+            let woken = wait_for_python();
+            at_fork::begin_work();
+            woken
+        });
         if woken == Woken::Stop {
+            at_fork::end_work();
             return;
         }
         count_python_wake();
@@ -694,6 +701,7 @@ fn run_thread(py: Python<'_>) {
             Woken::Calls => deliver_live(py),
             Woken::Stop => {}
         }
+        at_fork::end_work();
     }
 }
 
@@ -786,7 +794,7 @@ fn deliver_live(py: Python<'_>) {
         }
         let due = py.detach(live_due);
         count_python_wake();
-        if !due || STOP.load(Ordering::Acquire) {
+        if !due || STOP.load(Ordering::Acquire) || at_fork::asked() {
             return;
         }
     }

@@ -5,6 +5,7 @@
 //! call starts (is `sys.stderr` the process's own?) and when it returns
 //! (write the lines it kept). The log function itself never touches Python.
 
+mod at_fork;
 pub(crate) mod capture;
 mod daemon;
 mod errors;
