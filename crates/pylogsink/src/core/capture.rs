@@ -25,7 +25,8 @@
 //! file under that number. Each capture refreshes them with `dup3`.
 //!
 //! A crash writes what waits, the line not yet ended and what is still in
-//! the pipes to the original descriptors ([`visit`], [`write_rest_at_crash`]).
+//! the pipes to the original descriptors ([`visit`], [`write_rest_at_crash`]),
+//! and so does a C `exit()` ([`write_at_c_exit`]).
 //! A forked child has no drain thread: it points its fd 1 and fd 2 back at
 //! the originals and starts with nothing captured ([`hold_for_fork`]).
 
@@ -39,7 +40,7 @@ use crate::record::{lock, lock_at_crash, HeldForFork};
 use std::io;
 use std::os::fd::RawFd;
 use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU64, Ordering};
-use std::sync::{Condvar, Mutex, MutexGuard};
+use std::sync::{Condvar, Mutex, MutexGuard, Once};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
@@ -152,6 +153,12 @@ pub(crate) fn start(routes: [Option<CapturedTo>; 2]) -> io::Result<bool> {
     if routes.iter().all(Option::is_none) {
         return Ok(false);
     }
+    static AT_C_EXIT: Once = Once::new();
+    AT_C_EXIT.call_once(|| {
+        // SAFETY: `write_at_c_exit` is an `extern "C" fn()` that never
+        // unwinds (it catches panics), as `atexit` requires.
+        unsafe { libc::atexit(write_at_c_exit) };
+    });
     // What C stdio holds goes where it was written to, before the switch.
     // SAFETY: fflush(NULL) flushes every open C stream; it takes no
     // pointer of ours.
@@ -316,6 +323,35 @@ pub(crate) fn stop() -> bool {
         pass_on(stream, stall_wait());
     }
     true
+}
+
+/// The C `atexit` hook, registered by the first capture. A native library
+/// that gives up calls `exit()`, which runs the C `atexit` hooks and no
+/// Python, while a capture may be on and its drain thread mid-read: the
+/// line that explains the exit is then in a pipe or in the lines that
+/// wait. Here they go to the original descriptors, as a crash writes them
+/// ([`visit`], [`write_rest_at_crash`]), and fd 1 and fd 2 point at the
+/// originals again, so that what C stdio flushes after the hooks (a
+/// `printf` to a pipe waits in its buffer until then) lands there too.
+extern "C" fn write_at_c_exit() {
+    let _ = std::panic::catch_unwind(|| {
+        if !is_on() {
+            return;
+        }
+        // SAFETY: as in `start`: what C stdio holds goes into the pipes
+        // first, to be read below.
+        unsafe { libc::fflush(std::ptr::null_mut()) };
+        let _reading = stop_reading_at_crash();
+        let wait = stall_wait();
+        let mut write = |fd: RawFd, text: &[u8]| {
+            fd::write_with_room(fd, text, wait);
+        };
+        visit(&mut |fd, kept| write(fd, kept.lines_bytes()));
+        write_rest_at_crash(&mut write);
+        for stream in &STREAMS {
+            restore(stream);
+        }
+    });
 }
 
 /// Whether a capture is on: set and cleared under [`STATE`]'s lock, read
