@@ -20,10 +20,11 @@
  * lines are written through sys.stderr (a KeyboardInterrupt from Ctrl-C).
  * pylogsink::call throws it as py::error_already_set, so Python gets the
  * original exception object in place of the result. A destructor cannot
- * throw, so pylogsink::scope hands a KeyboardInterrupt back to Python as a
- * new Ctrl-C (PyErr_SetInterrupt: raised as the binding returns, by
- * Python's SIGINT handler) and reports any other such exception as
- * unraisable (sys.unraisablehook).
+ * throw, so pylogsink::scope hands a KeyboardInterrupt back to Python
+ * through a pending call (Py_AddPendingCall) that raises that same object
+ * in the main thread as the binding returns, whatever SIGINT's disposition
+ * (Ctrl-C is raised in the main thread only), and reports any other such
+ * exception as unraisable (sys.unraisablehook).
  *
  * pylogsink::raise(type, text) throws the exception pylogsink_raise sets:
  * the text followed by the Error lines the call logged.
@@ -56,12 +57,45 @@ public:
 private:
     /* The exception set by the exit, which a destructor cannot throw. */
     static void hand_back() {
-        if (PyErr_ExceptionMatches(PyExc_KeyboardInterrupt)) {
-            PyErr_Clear();
-            PyErr_SetInterrupt();
-        } else {
+        if (!PyErr_ExceptionMatches(PyExc_KeyboardInterrupt)) {
             PyErr_WriteUnraisable(nullptr);
+            return;
         }
+        PyObject *interrupt = take_exception();
+        if (Py_AddPendingCall(&raise_pending, interrupt) != 0) {
+            /* The queue of pending calls is full: a new Ctrl-C instead. */
+            Py_DECREF(interrupt);
+            PyErr_SetInterrupt();
+        }
+    }
+
+    /* The exception set, as one object (a new reference); none set after. */
+    static PyObject *take_exception() {
+#if PY_VERSION_HEX >= 0x030C0000
+        return PyErr_GetRaisedException();
+#else
+        PyObject *type, *value, *traceback;
+        PyErr_Fetch(&type, &value, &traceback);
+        PyErr_NormalizeException(&type, &value, &traceback);
+        if (traceback != nullptr) {
+            PyException_SetTraceback(value, traceback);
+        }
+        Py_XDECREF(type);
+        Py_XDECREF(traceback);
+        return value;
+#endif
+    }
+
+    /* The pending call: raises the exception it was given (its reference). */
+    static int raise_pending(void *exception) {
+        PyObject *raised = static_cast<PyObject *>(exception);
+#if PY_VERSION_HEX >= 0x030C0000
+        PyErr_SetRaisedException(raised);
+#else
+        PyErr_Restore(Py_NewRef(reinterpret_cast<PyObject *>(Py_TYPE(raised))), raised,
+                      PyException_GetTraceback(raised));
+#endif
+        return -1;
     }
 };
 
