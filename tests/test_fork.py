@@ -10,6 +10,7 @@ subprocess with a timeout: a child that hangs is killed and counted.
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import subprocess
@@ -248,6 +249,75 @@ def test_children_hang_on_a_stream_lock_a_python_thread_held(tmp_path: Path) -> 
     # The trap itself, in plain Python: Python does not reset a buffered
     # file's lock in the child.
     assert stream_forks("python", tmp_path / "log") == "hung=1"
+
+
+LEFTOVERS = textwrap.dedent(
+    """
+    import io, json, logging, os, sys, threading, time
+    import pylogsink
+    from pylogsink._pylogsink import fork_leftovers
+
+    class Slow(io.TextIOBase):
+        # A replaced stream whose write takes a while: pylogsink's thread
+        # is inside a hand-over most of the time.
+        def writable(self):
+            return True
+        def write(self, text):
+            time.sleep(0.001)
+            return len(text)
+
+    logging.basicConfig(stream=Slow(), level=logging.INFO)
+    pylogsink.set_log_destination("logging")
+    busy = [pylogsink.start_background_logger(10**9) for _ in range(2)]
+    stop = threading.Event()
+
+    def writer():
+        while not stop.is_set():
+            os.write(1, b"native output\\n" * 20)  # the GIL released
+            time.sleep(0.001)
+
+    def caller():
+        while not stop.is_set():
+            pylogsink.log_lines(20)
+
+    read, write = os.pipe()
+    sys.stdout = Slow()
+    with pylogsink.capture_output():
+        threads = [threading.Thread(target=f) for f in (writer, caller)]
+        for thread in threads:
+            thread.start()
+        for _ in range(20):
+            time.sleep(0.01)
+            pid = os.fork()
+            if pid == 0:
+                left = [name for name, here in fork_leftovers() if here]
+                os.write(write, (json.dumps(left) + "\\n").encode())
+                os._exit(0)
+            os.waitpid(pid, 0)
+        # The parent had them: the test can fail.
+        parent = [name for name, here in fork_leftovers() if here]
+        stop.set()
+        for thread in threads:
+            thread.join()
+    os.close(write)
+    with os.fdopen(read) as children:
+        result = {"children": [json.loads(line) for line in children], "parent": parent}
+    print(json.dumps(result), file=sys.__stdout__, flush=True)
+    os._exit(0)
+    """
+)
+
+
+@pytest.mark.timeout(120)
+def test_a_child_starts_without_the_parents_flags_and_buffers() -> None:
+    # Forked while pylogsink's thread hands captured output and records to
+    # Python, a call keeps lines and native threads log: each child starts
+    # with every one of fork_leftovers() clear.
+    out = subprocess.run([sys.executable, "-c", LEFTOVERS], capture_output=True, text=True, timeout=100, env=ENV)
+    assert out.returncode == 0, out.stderr[-2000:]
+    got = json.loads(out.stdout.splitlines()[-1])
+    assert got["children"] == [[]] * 20
+    assert "output capture on" in got["parent"]
 
 
 WORKER_EXIT = textwrap.dedent(

@@ -121,6 +121,11 @@ def stderr_check() -> Literal["dict watcher", "lookup"]:
     watcher on sys.__dict__ (CPython 3.12+, a version-specific build) or
     two lookups at each outermost call."""
 
+def fork_leftovers() -> list[tuple[str, bool]]:
+    """Each flag and buffer of the output capture and the delivery that a
+    forked child must start without, with whether this process has it
+    now."""
+
 class BackgroundLogger:
     """A native thread that logs outside any call."""
 

@@ -482,6 +482,13 @@ fn stderr_check(py: Python<'_>) -> &'static str {
     pylogsink::__private_api::stderr_check(py)
 }
 
+/// Each flag and buffer a forked child must start without, with whether
+/// this process has it (see `pylogsink::__private_api::fork_leftovers`).
+#[pyfunction]
+fn fork_leftovers() -> Vec<(&'static str, bool)> {
+    pylogsink::__private_api::fork_leftovers()
+}
+
 /// A native thread that logs outside any call.
 #[pyclass(module = "pylogsink._pylogsink")]
 struct BackgroundLogger {
@@ -558,6 +565,7 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(log_and_printf, m)?)?;
     m.add_function(wrap_pyfunction!(set_sink, m)?)?;
     m.add_function(wrap_pyfunction!(stderr_check, m)?)?;
+    m.add_function(wrap_pyfunction!(fork_leftovers, m)?)?;
     m.add_function(wrap_pyfunction!(sink, m)?)?;
     m.add_function(wrap_pyfunction!(load_method, m)?)?;
     m.add_function(wrap_pyfunction!(load_method_detached, m)?)?;

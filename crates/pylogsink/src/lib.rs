@@ -205,7 +205,7 @@ pub use record::level::Level;
 /// at `sys.stderr`. It may change in any release.
 #[doc(hidden)]
 pub mod __private_api {
-    pub use crate::call::{set_context, stderr_check};
+    pub use crate::call::{fork_leftovers, set_context, stderr_check};
     pub use crate::record::escape::{decode_backslashreplace, escape_into};
     pub use crate::record::fields::{FieldValue, Fields};
     pub use crate::record::format::{format_record, now_since_epoch, Formatter, Text};

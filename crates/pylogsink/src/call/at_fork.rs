@@ -18,6 +18,12 @@
 //!
 //! Two atomics, no lock: nothing here can be held across the fork.
 
+use super::capture;
+use super::daemon::hand_over;
+use crate::core::capture as core_capture;
+use crate::core::live::calls_in_progress;
+use crate::core::queue::{for_stream_pending, queue_pending};
+use crate::dest::pending::queue;
 use pyo3::prelude::*;
 use pyo3::types::{PyCFunction, PyDict};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering::SeqCst};
@@ -56,6 +62,7 @@ fn hooks(py: Python<'_>) -> PyResult<()> {
         // The child has no thread of pylogsink's yet.
         ASKED.store(0, SeqCst);
         BUSY.store(false, SeqCst);
+        hand_over::after_fork_in_child();
     })?;
     let kwargs = PyDict::new(py);
     kwargs.set_item("before", before)?;
@@ -104,6 +111,30 @@ pub(crate) fn end_work() {
 /// after the record in hand and leaves the rest for later.
 pub(crate) fn asked() -> bool {
     ASKED.load(SeqCst) > 0
+}
+
+/// What a forked child must start without, each named, with whether this
+/// process has it now: every flag and buffer of the output capture and of
+/// the delivery that a thread of the parent may have set or filled. The
+/// forking thread is in no call and no capture.
+pub fn leftovers() -> Vec<(&'static str, bool)> {
+    let (writing, this_thread_writing) = capture::writing_held();
+    vec![
+        ("output capture on", core_capture::is_on()),
+        (
+            "captured lines wait for Python",
+            core_capture::pending_for_python(),
+        ),
+        ("captured lines being handed to Python", writing),
+        ("this thread hands captured lines", this_thread_writing),
+        ("a fork waits", asked()),
+        ("pylogsink's thread busy", BUSY.load(SeqCst)),
+        ("records wait for logging", queue::waiting()),
+        ("lines wait for fd 2", queue_pending()),
+        ("lines wait for a replaced sys.stderr", for_stream_pending()),
+        ("a daemon thread's hand-over waits", hand_over::waiting()),
+        ("calls in progress", !calls_in_progress().is_empty()),
+    ]
 }
 
 #[cfg(test)]

@@ -17,7 +17,8 @@ use crate::dest::capture::{captured_to, CapturedTo};
 use crate::record::lock;
 use pyo3::prelude::*;
 use std::cell::Cell;
-use std::sync::{Condvar, Mutex};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 /// The Python streams that get the lines of fd 1 and fd 2, where
@@ -28,17 +29,40 @@ static STREAMS: Mutex<[Option<Py<PyAny>>; 2]> = Mutex::new([None, None]);
 /// Held by the one thread that writes captured lines to Python, so that
 /// the lines go in order: pylogsink's Python thread and the thread that
 /// ends a capture both write, and a write may let the GIL go. It holds the
-/// process's generation ([`fork::generation`]): a child forked while a
-/// thread of its parent held it starts with it free, since that thread is
-/// not in the child.
-static WRITING: Mutex<Option<u64>> = Mutex::new(None);
+/// process's generation plus one ([`fork::generation`]; 0: free): a child
+/// forked while a thread of its parent held it starts with it free, since
+/// that thread is not in the child. An atomic and not a mutex, so that no
+/// fork, Python's or C's, can leave it locked in a child.
+static WRITING: AtomicU64 = AtomicU64::new(0);
+
+/// How often a thread that waits for [`WRITING`] looks again.
+const WRITING_POLL: Duration = Duration::from_micros(200);
+
+/// [`WRITING`]'s value while a thread of this process holds it.
+fn mine() -> u64 {
+    fork::generation().wrapping_add(1)
+}
 
 /// Whether [`WRITING`], as `holder` says, is held by a thread of this
 /// process.
-fn held(holder: Option<u64>) -> bool {
-    holder == Some(fork::generation())
+fn held(holder: u64) -> bool {
+    holder == mine()
 }
-static WRITTEN: Condvar = Condvar::new();
+
+/// Takes [`WRITING`] if no thread of this process holds it.
+fn try_writing() -> bool {
+    let holder = WRITING.load(Ordering::Acquire);
+    !held(holder)
+        && WRITING
+            .compare_exchange(holder, mine(), Ordering::AcqRel, Ordering::Acquire)
+            .is_ok()
+}
+
+/// Whether a thread of this process writes captured lines to Python, and
+/// whether it is this one.
+pub(crate) fn writing_held() -> (bool, bool) {
+    (held(WRITING.load(Ordering::Acquire)), HOLDS_WRITING.get())
+}
 
 thread_local! {
     /// This thread holds [`WRITING`]: a stream whose `write` prints to
@@ -52,8 +76,7 @@ struct Writing;
 impl Drop for Writing {
     fn drop(&mut self) {
         HOLDS_WRITING.set(false);
-        *lock(&WRITING) = None;
-        WRITTEN.notify_all();
+        WRITING.store(0, Ordering::Release);
     }
 }
 
@@ -61,11 +84,9 @@ impl Drop for Writing {
 /// may need the GIL to finish).
 fn writing(py: Python<'_>) -> Writing {
     py.detach(|| {
-        let mut holder = lock(&WRITING);
-        while held(*holder) {
-            holder = WRITTEN.wait(holder).unwrap_or_else(|e| e.into_inner());
+        while !try_writing() {
+            std::thread::sleep(WRITING_POLL);
         }
-        *holder = Some(fork::generation());
     });
     HOLDS_WRITING.set(true);
     Writing
@@ -77,19 +98,15 @@ fn writing(py: Python<'_>) -> Writing {
 fn writing_within(py: Python<'_>, wait: Duration) -> Option<Writing> {
     let got = py.detach(|| {
         let deadline = Instant::now() + wait;
-        let mut holder = lock(&WRITING);
-        while held(*holder) {
-            let left = deadline.saturating_duration_since(Instant::now());
-            if left.is_zero() {
+        loop {
+            if try_writing() {
+                return true;
+            }
+            if Instant::now() >= deadline {
                 return false;
             }
-            holder = WRITTEN
-                .wait_timeout(holder, left)
-                .unwrap_or_else(|e| e.into_inner())
-                .0;
+            std::thread::sleep(WRITING_POLL);
         }
-        *holder = Some(fork::generation());
-        true
     });
     got.then(|| {
         HOLDS_WRITING.set(true);
@@ -216,7 +233,8 @@ pub(crate) fn before_python_write(py: Python<'_>, fd: i32) {
         2 => STDERR,
         _ => return,
     };
-    if HOLDS_WRITING.get() || (!capture::may_wait(index) && !held(*lock(&WRITING))) {
+    if HOLDS_WRITING.get() || (!capture::may_wait(index) && !held(WRITING.load(Ordering::Acquire)))
+    {
         return;
     }
     // A hand-over under way on another thread finishes first.
@@ -295,9 +313,20 @@ mod tests {
 
     #[test]
     fn writing_is_held_only_by_a_thread_of_this_process() {
-        assert!(!held(None));
-        assert!(held(Some(fork::generation())));
+        assert!(!held(0));
+        assert!(held(mine()));
         // What a parent's thread held, as a child forked then sees it.
-        assert!(!held(Some(fork::generation().wrapping_sub(1))));
+        assert!(!held(fork::generation()));
+    }
+
+    #[test]
+    fn one_thread_writes_at_a_time() {
+        assert!(try_writing());
+        assert!(!try_writing());
+        WRITING.store(0, Ordering::Release);
+        // Held by a thread of the parent before a fork: free here.
+        WRITING.store(fork::generation(), Ordering::Release);
+        assert!(try_writing());
+        WRITING.store(0, Ordering::Release);
     }
 }

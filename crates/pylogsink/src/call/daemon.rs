@@ -154,6 +154,12 @@ pub(crate) mod hand_over {
         out
     }
 
+    /// In a forked child, with the GIL held: starts afresh at once, not
+    /// at the first use.
+    pub(crate) fn after_fork_in_child() {
+        with(|_| ());
+    }
+
     /// Hands `lines` and `batch` over and waits, with the GIL released, at
     /// most [`WAIT_AT_RETURN`] (less once the exit closes), for them to be
     /// handed over, and for `live` (what pylogsink's thread took from the

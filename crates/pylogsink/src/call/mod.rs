@@ -16,6 +16,7 @@ pub(crate) mod logging;
 mod stderr;
 mod write;
 
+pub use at_fork::leftovers as fork_leftovers;
 pub use errors::error;
 pub use stderr::stderr_check;
 
