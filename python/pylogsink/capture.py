@@ -19,6 +19,7 @@ import contextlib
 import logging
 import os
 import sys
+import threading
 from collections.abc import Iterable, Iterator
 from typing import Any
 
@@ -41,6 +42,10 @@ __all__ = [
 ]
 
 _exit_registered = False
+
+# Held while a capture begins or ends, fronts and moved handlers included:
+# captures begun and ended by several threads see each other whole.
+_control = threading.RLock()
 
 
 class _InOrder:
@@ -170,7 +175,10 @@ def _take_fronts() -> None:
 
 
 def _after_fork_in_child() -> None:
-    # A forked child starts with no capture.
+    # A forked child starts with no capture, and with the lock free: the
+    # thread that may have held it is not in the child.
+    global _control
+    _control = threading.RLock()
     _take_fronts()
     _put_handlers_back()
 
@@ -179,10 +187,11 @@ os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
 def _stop_at_exit() -> None:
-    while output_capture_active():
-        _stop()
-    _take_fronts()
-    _put_handlers_back()
+    with _control:
+        while output_capture_active():
+            _stop()
+        _take_fronts()
+        _put_handlers_back()
 
 
 def start_output_capture(stdout: bool = True, stderr: bool = True, *, to_logging: bool = False) -> bool:
@@ -199,32 +208,34 @@ def start_output_capture(stdout: bool = True, stderr: bool = True, *, to_logging
     if not _exit_registered:
         atexit.register(_stop_at_exit)
         _exit_registered = True
-    if to_logging:
-        if output_capture_active():
-            return _start_output_capture_to_logging(None, None)
-        _move_handlers({fd for fd, wanted in ((1, stdout), (2, stderr)) if wanted})
-        try:
-            return _start_output_capture_to_logging(
-                _ToLogging("stdout", logging.INFO) if stdout else None,
-                _ToLogging("stderr", logging.WARNING) if stderr else None,
-            )
-        except BaseException:
-            _put_handlers_back()
-            raise
-    began = _start(stdout, stderr)
-    if began:
-        _put_fronts()
-    return began
+    with _control:
+        if to_logging:
+            if output_capture_active():
+                return _start_output_capture_to_logging(None, None)
+            _move_handlers({fd for fd, wanted in ((1, stdout), (2, stderr)) if wanted})
+            try:
+                return _start_output_capture_to_logging(
+                    _ToLogging("stdout", logging.INFO) if stdout else None,
+                    _ToLogging("stderr", logging.WARNING) if stderr else None,
+                )
+            except BaseException:
+                _put_handlers_back()
+                raise
+        began = _start(stdout, stderr)
+        if began:
+            _put_fronts()
+        return began
 
 
 def stop_output_capture() -> None:
     """Ends the capture (or a nested one): C stdio is flushed, fd 1 and fd 2
     point at what they were before, and every line written before that is
     delivered."""
-    _stop()
-    if not output_capture_active():
-        _take_fronts()
-        _put_handlers_back()
+    with _control:
+        _stop()
+        if not output_capture_active():
+            _take_fronts()
+            _put_handlers_back()
 
 
 @contextlib.contextmanager

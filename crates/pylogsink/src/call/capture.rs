@@ -26,42 +26,97 @@ use std::time::{Duration, Instant};
 /// code.
 static STREAMS: Mutex<[Option<Py<PyAny>>; 2]> = Mutex::new([None, None]);
 
-/// Held by the one thread that writes captured lines to Python, so that
-/// the lines go in order: pylogsink's Python thread and the thread that
-/// ends a capture both write, and a write may let the GIL go. It holds the
-/// process's generation plus one ([`fork::generation`]; 0: free): a child
-/// forked while a thread of its parent held it starts with it free, since
-/// that thread is not in the child. An atomic and not a mutex, so that no
-/// fork, Python's or C's, can leave it locked in a child.
-static WRITING: AtomicU64 = AtomicU64::new(0);
+/// A lock that a fork leaves free in the child: it holds the generation,
+/// plus one, of the process whose thread took it ([`fork::generation`];
+/// 0: free), and a child forked while a thread of its parent held it has
+/// no such thread. An atomic and not a mutex, so that no fork, Python's or
+/// C's, can leave it taken in a child; a thread that waits for it looks
+/// again every [`POLL`].
+struct ForkFreeLock(AtomicU64);
 
-/// How often a thread that waits for [`WRITING`] looks again.
-const WRITING_POLL: Duration = Duration::from_micros(200);
+/// How often a thread that waits for a [`ForkFreeLock`] looks again.
+const POLL: Duration = Duration::from_micros(200);
 
-/// [`WRITING`]'s value while a thread of this process holds it.
+impl ForkFreeLock {
+    const fn new() -> ForkFreeLock {
+        ForkFreeLock(AtomicU64::new(0))
+    }
+
+    /// Whether a thread of this process holds it.
+    fn held(&self) -> bool {
+        held(self.0.load(Ordering::Acquire))
+    }
+
+    /// Takes it if no thread of this process holds it.
+    fn try_take(&self) -> bool {
+        let holder = self.0.load(Ordering::Acquire);
+        !held(holder)
+            && self
+                .0
+                .compare_exchange(holder, mine(), Ordering::AcqRel, Ordering::Acquire)
+                .is_ok()
+    }
+
+    /// Takes it, waiting at most `wait` (`None`: for ever).
+    fn take_within(&self, wait: Option<Duration>) -> bool {
+        let deadline = wait.map(|wait| Instant::now() + wait);
+        loop {
+            if self.try_take() {
+                return true;
+            }
+            if deadline.is_some_and(|at| Instant::now() >= at) {
+                return false;
+            }
+            std::thread::sleep(POLL);
+        }
+    }
+
+    fn release(&self) {
+        self.0.store(0, Ordering::Release);
+    }
+}
+
+/// A [`ForkFreeLock`]'s value while a thread of this process holds it.
 fn mine() -> u64 {
     fork::generation().wrapping_add(1)
 }
 
-/// Whether [`WRITING`], as `holder` says, is held by a thread of this
-/// process.
+/// Whether a [`ForkFreeLock`] whose value is `holder` is held by a thread
+/// of this process.
 fn held(holder: u64) -> bool {
     holder == mine()
 }
 
-/// Takes [`WRITING`] if no thread of this process holds it.
-fn try_writing() -> bool {
-    let holder = WRITING.load(Ordering::Acquire);
-    !held(holder)
-        && WRITING
-            .compare_exchange(holder, mine(), Ordering::AcqRel, Ordering::Acquire)
-            .is_ok()
+/// Held by the one thread that writes captured lines to Python, so that
+/// the lines go in order: pylogsink's Python thread and the thread that
+/// ends a capture both write, and a write may let the GIL go.
+static WRITING: ForkFreeLock = ForkFreeLock::new();
+
+/// Held by the thread that begins or ends a capture, for the whole of it:
+/// a capture that ends must not clear the streams that a capture begun
+/// meanwhile on another thread has just set.
+static CONTROL: ForkFreeLock = ForkFreeLock::new();
+
+/// Lets [`CONTROL`] go when dropped.
+struct Control;
+
+impl Drop for Control {
+    fn drop(&mut self) {
+        CONTROL.release();
+    }
+}
+
+/// Takes [`CONTROL`], waiting with the GIL released (the thread that holds
+/// it may need the GIL to finish).
+fn control(py: Python<'_>) -> Control {
+    py.detach(|| CONTROL.take_within(None));
+    Control
 }
 
 /// Whether a thread of this process writes captured lines to Python, and
 /// whether it is this one.
 pub(crate) fn writing_held() -> (bool, bool) {
-    (held(WRITING.load(Ordering::Acquire)), HOLDS_WRITING.get())
+    (WRITING.held(), HOLDS_WRITING.get())
 }
 
 thread_local! {
@@ -76,18 +131,14 @@ struct Writing;
 impl Drop for Writing {
     fn drop(&mut self) {
         HOLDS_WRITING.set(false);
-        WRITING.store(0, Ordering::Release);
+        WRITING.release();
     }
 }
 
 /// Waits for [`WRITING`] with the GIL released (the thread that holds it
 /// may need the GIL to finish).
 fn writing(py: Python<'_>) -> Writing {
-    py.detach(|| {
-        while !try_writing() {
-            std::thread::sleep(WRITING_POLL);
-        }
-    });
+    py.detach(|| WRITING.take_within(None));
     HOLDS_WRITING.set(true);
     Writing
 }
@@ -96,19 +147,7 @@ fn writing(py: Python<'_>) -> Writing {
 /// the captured lines does not wait for ever for a hand-over whose stream
 /// may need what the writing thread holds (a lock its `write` takes).
 fn writing_within(py: Python<'_>, wait: Duration) -> Option<Writing> {
-    let got = py.detach(|| {
-        let deadline = Instant::now() + wait;
-        loop {
-            if try_writing() {
-                return true;
-            }
-            if Instant::now() >= deadline {
-                return false;
-            }
-            std::thread::sleep(WRITING_POLL);
-        }
-    });
-    got.then(|| {
+    py.detach(|| WRITING.take_within(Some(wait))).then(|| {
         HOLDS_WRITING.set(true);
         Writing
     })
@@ -136,6 +175,7 @@ pub(crate) enum LinesTo<'py> {
 
 /// [`start`], with fd 1's and fd 2's lines going where `into` says.
 pub(crate) fn start_into(py: Python<'_>, into: [LinesTo<'_>; 2]) -> PyResult<bool> {
+    let _control = control(py);
     let sys = py.import("sys")?;
     let mut routes = [None, None];
     let mut streams = [None, None];
@@ -194,6 +234,7 @@ pub(crate) fn start_into(py: Python<'_>, into: [LinesTo<'_>; 2]) -> PyResult<boo
 /// flushed, fd 1 and fd 2 back to what they were, and every line written
 /// before that delivered.
 pub(crate) fn stop(py: Python<'_>) -> PyResult<()> {
+    let _control = control(py);
     if let Ok(sys) = py.import("sys") {
         for name in ["stdout", "stderr"] {
             if let Ok(stream) = sys.getattr(name) {
@@ -233,8 +274,7 @@ pub(crate) fn before_python_write(py: Python<'_>, fd: i32) {
         2 => STDERR,
         _ => return,
     };
-    if HOLDS_WRITING.get() || (!capture::may_wait(index) && !held(WRITING.load(Ordering::Acquire)))
-    {
+    if HOLDS_WRITING.get() || (!capture::may_wait(index) && !WRITING.held()) {
         return;
     }
     // A hand-over under way on another thread finishes first.
@@ -320,13 +360,18 @@ mod tests {
     }
 
     #[test]
-    fn one_thread_writes_at_a_time() {
-        assert!(try_writing());
-        assert!(!try_writing());
-        WRITING.store(0, Ordering::Release);
+    fn one_thread_holds_a_fork_free_lock_at_a_time() {
+        let lock = ForkFreeLock::new();
+        assert!(lock.try_take());
+        assert!(lock.held());
+        assert!(!lock.try_take());
+        assert!(!lock.take_within(Some(Duration::from_millis(5))));
+        lock.release();
+        assert!(lock.take_within(Some(Duration::ZERO)));
+        lock.release();
         // Held by a thread of the parent before a fork: free here.
-        WRITING.store(fork::generation(), Ordering::Release);
-        assert!(try_writing());
-        WRITING.store(0, Ordering::Release);
+        lock.0.store(fork::generation(), Ordering::Release);
+        assert!(!lock.held());
+        assert!(lock.try_take());
     }
 }
