@@ -295,3 +295,37 @@ def test_a_native_thread_started_at_import_reaches_a_replaced_stderr_and_logging
         in_stream, on_fd2 = tick_messages(text), tick_messages(done.stderr)
         assert len(in_stream) >= 30, (len(in_stream), len(on_fd2))
         assert sorted(in_stream + on_fd2, key=lambda m: int(m.split()[1])) == ticks
+
+
+@pytest.mark.parametrize("force_color", ["", "1"], ids=["plain", "CLICOLOR_FORCE"])
+def test_a_native_thread_follows_redirect_stderr_with_no_call_made(force_color: str) -> None:
+    # No call ever ran: pylogsink's thread started at init. Where a watcher
+    # on sys.__dict__ tells each replacement (CPython 3.12+, a build for
+    # that version) every line goes to the new stream; elsewhere the first
+    # lines may go to fd 2 until pylogsink's thread looks (at most 100 ms).
+    # None ever has colour, whatever CLICOLOR_FORCE says (ipykernel sets it).
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTEST_", "PYLOGSINK_", "NO_COLOR", "CLICOLOR"))}
+    if force_color:
+        env["CLICOLOR_FORCE"] = force_color
+    done = python(
+        """
+        import contextlib, io, json, time, pylogsink
+        buf = io.StringIO()
+        with contextlib.redirect_stderr(buf):
+            pylogsink.start_background_logger(10, 0.02).join()
+            time.sleep(0.2)
+        print(json.dumps([buf.getvalue(), pylogsink.stderr_check()]))
+        """,
+        env=env,
+    )
+    assert done.returncode == 0, done.stderr
+    text, check = json.loads(done.stdout)
+    in_stream = [r.split("] ", 1)[1] for r in records(text)]
+    on_fd2 = [r.split("] ", 1)[1] for r in records(done.stderr)]
+    lines = [f"background line {i}" for i in range(10)]
+    assert "\x1b" not in text
+    if check == "dict watcher":
+        assert (in_stream, on_fd2) == (lines, [])
+    else:
+        assert on_fd2 + in_stream == lines
+        assert len(in_stream) >= 4, (len(in_stream), len(on_fd2))

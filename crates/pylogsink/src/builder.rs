@@ -234,6 +234,11 @@ impl Builder {
         ));
         fd::check_terminal();
         fork::install();
+        // SAFETY: `Py_IsInitialized` may be called at any time, with or
+        // without the GIL.
+        if unsafe { pyo3::ffi::Py_IsInitialized() } != 0 {
+            pyo3::Python::attach(crate::call::at_init);
+        }
         if self.crash_handler {
             crash::install();
         }

@@ -176,6 +176,20 @@ pub fn call_exit(py: Python<'_>) -> PyResult<()> {
     }
 }
 
+/// At [`crate::Builder::init`], with the GIL held: the lines logged
+/// outside any call follow a replaced `sys.stderr` whether or not a call
+/// was ever made, so pylogsink's Python thread, which writes them, starts
+/// now (it waits without the GIL, costing nothing while idle), and learns
+/// of every replacement from the watcher on `sys.__dict__` where there is
+/// one. What waits at the end is written then.
+pub(crate) fn at_init(py: Python<'_>) {
+    exit::arm(py);
+    stderr::watch_at_init(py);
+    if let Err(err) = logging::ensure_thread(py) {
+        err.write_unraisable(py, None);
+    }
+}
+
 /// Steps `t` into a call; the outermost one looks at `sys.stderr`.
 #[inline(always)]
 fn enter(py: Python<'_>, t: &ThreadState) {

@@ -5,9 +5,11 @@
 //! `redirect_stderr`). It must cost next to nothing, and run no Python code
 //! (which could hand the GIL away).
 
+use crate::core::queue::{stderr_seen, stderr_watched};
 use crate::record::lock;
 use pyo3::prelude::*;
 use std::sync::{Mutex, OnceLock};
+use std::time::UNIX_EPOCH;
 
 /// `sys.__dict__` and the interned names looked up in it, as addresses.
 /// The sys module, its dict and interned strings live as long as the
@@ -78,6 +80,25 @@ fn stderr_is_own_looked_up(py: Python<'_>) -> bool {
         watch::keep(own);
     }
     own
+}
+
+/// Keeps whether `sys.stderr` is the process's own for the lines logged
+/// outside any call, with the GIL held.
+pub(crate) fn seen_outside_calls(own: bool) {
+    let now_ms = UNIX_EPOCH.elapsed().map_or(0, |d| d.as_millis());
+    stderr_seen(!own, Some(u64::try_from(now_ms).unwrap_or(u64::MAX)));
+}
+
+/// At init, with the GIL held: watches `sys.__dict__` where it can, so that
+/// the lines logged outside any call follow a replaced `sys.stderr` from
+/// the moment it is replaced (elsewhere pylogsink's thread looks again
+/// while such lines flow), and keeps the answer for now.
+pub(crate) fn watch_at_init(py: Python<'_>) {
+    let own = stderr_is_own(py);
+    seen_outside_calls(own);
+    if sys_names(py).watched {
+        stderr_watched();
+    }
 }
 
 /// How a call's entry learns whether `sys.stderr` is the process's own:
@@ -189,42 +210,86 @@ mod watch {
     }
 
     /// Called by CPython, with the GIL held, before `sys.__dict__` changes.
+    /// When `sys.stderr` or `sys.__stderr__` gets a new value, the answer
+    /// for the new values is kept at once, for the calls and for the lines
+    /// logged outside any call (which then need not wait for pylogsink's
+    /// thread to look); any other change of the two names only clears the
+    /// calls' answer.
     unsafe extern "C" fn on_sys_dict_event(
         event: c_int,
-        _dict: *mut PyObject,
+        dict: *mut PyObject,
         key: *mut PyObject,
-        _new_value: *mut PyObject,
+        new_value: *mut PyObject,
     ) -> c_int {
-        let names_stderr = match event {
+        let name = match event {
             // SAFETY: for these events CPython passes the key, a live
             // object, and holds the GIL.
-            ADDED | MODIFIED | DELETED => unsafe { is_stderr_name(key) },
+            ADDED | MODIFIED | DELETED => unsafe { stderr_name(key) },
             // Cloned, cleared, deallocated, or an event of a later version.
-            _ => true,
+            _ => Name::Unknown,
         };
-        if names_stderr {
-            KNOWN.store(UNKNOWN, Relaxed);
+        if name == Name::Other {
+            return 0;
+        }
+        KNOWN.store(UNKNOWN, Relaxed);
+        let set = matches!(event, ADDED | MODIFIED) && !new_value.is_null();
+        // SAFETY: the GIL is held and `dict` is `sys.__dict__`, live; the
+        // borrowed reference (or NULL) is only compared. A str key cannot
+        // raise.
+        let current = |key: &AtomicUsize| unsafe {
+            pyo3::ffi::PyDict_GetItemWithError(dict, key.load(Relaxed) as *mut _)
+        };
+        let own = match name {
+            Name::Stderr if set => Some(new_value == current(&OWN_STDERR)),
+            Name::OwnStderr if set => Some(new_value == current(&STDERR)),
+            // No `sys.stderr`: its lines go to fd 2 through pylogsink's
+            // thread, which finds no stream.
+            Name::Stderr => Some(false),
+            _ => None,
+        };
+        if let Some(own) = own {
+            keep(own);
+            super::seen_outside_calls(own);
         }
         0
     }
 
-    /// Whether `key` is "stderr" or "__stderr__"; true for a key that is
-    /// not a str, which could compare equal to one in a way only Python
-    /// knows. Must be called with the GIL held and a live `key`.
-    unsafe fn is_stderr_name(key: *mut PyObject) -> bool {
+    #[derive(PartialEq)]
+    enum Name {
+        Stderr,
+        OwnStderr,
+        /// Neither.
+        Other,
+        /// A key that is not a str, which could compare equal to one in a
+        /// way only Python knows, or an event without a key.
+        Unknown,
+    }
+
+    /// Which of "stderr" and "__stderr__" `key` is. Must be called with the
+    /// GIL held and a live `key`.
+    unsafe fn stderr_name(key: *mut PyObject) -> Name {
         let key_address = key as usize;
-        if key_address == STDERR.load(Relaxed) || key_address == OWN_STDERR.load(Relaxed) {
-            return true;
+        if key_address == STDERR.load(Relaxed) {
+            return Name::Stderr;
+        }
+        if key_address == OWN_STDERR.load(Relaxed) {
+            return Name::OwnStderr;
         }
         if key.is_null() {
-            return true;
+            return Name::Unknown;
         }
         // SAFETY: the caller holds the GIL and `key` is live and not NULL;
         // `PyUnicode_CompareWithASCIIString` does not raise.
         unsafe {
-            PyUnicode_Check(key) == 0
-                || PyUnicode_CompareWithASCIIString(key, c"stderr".as_ptr()) == 0
-                || PyUnicode_CompareWithASCIIString(key, c"__stderr__".as_ptr()) == 0
+            if PyUnicode_Check(key) == 0 {
+                Name::Unknown
+            } else if PyUnicode_CompareWithASCIIString(key, c"stderr".as_ptr()) == 0 {
+                Name::Stderr
+            } else if PyUnicode_CompareWithASCIIString(key, c"__stderr__".as_ptr()) == 0 {
+                Name::OwnStderr
+            } else {
+                Name::Other
+            }
         }
     }
 }

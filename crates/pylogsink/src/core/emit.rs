@@ -73,8 +73,14 @@ fn emit_text(record: &Record<'_>, text: Text<'_>) {
                 &mut spare
             }
         };
-        let to_fd2 = joined.sink != Sink::Replaced;
-        let color = color::use_color(color::choice(), to_fd2, fd::stderr_is_terminal);
+        // Outside any call, a replaced `sys.stderr` gets the line through
+        // pylogsink's thread: without colour, as a call's kept lines.
+        let replaced = match joined.sink {
+            Sink::Replaced => true,
+            Sink::Outside => outside_stderr_replaced(now),
+            _ => false,
+        };
+        let color = color::use_color(color::choice(), !replaced, fd::stderr_is_terminal);
         let (line, message) = formatter.format(now, record, text, color);
         match (record.fields, level >= Level::Error) {
             // What an exception shows of an Error record: with its span
@@ -82,9 +88,9 @@ fn emit_text(record: &Record<'_>, text: Text<'_>) {
             (Some(fields), true) => {
                 let mut with_fields = Vec::new();
                 message_text(&mut with_fields, message, Some(fields));
-                route_line(t, &joined, level, &with_fields, line, now);
+                route_line(t, &joined, level, &with_fields, line, replaced);
             }
-            _ => route_line(t, &joined, level, message, line, now),
+            _ => route_line(t, &joined, level, message, line, replaced),
         }
         formatter.shrink(SCRATCH_MAX);
     });
@@ -130,7 +136,8 @@ fn keep_for_logging(record: &Record<'_>, now: SystemTime) {
 }
 
 /// Routes one formatted line (`record`; `message` is what an exception
-/// shows of it, `now` when it was logged) by the table in [`route`].
+/// shows of it) by the table in [`route`]; `replaced`: the line's
+/// `sys.stderr` is replaced (for a line outside any call, as last seen).
 #[inline(always)]
 fn route_line(
     t: &ThreadState,
@@ -138,13 +145,13 @@ fn route_line(
     level: Level,
     message: &[u8],
     record: &[u8],
-    now: Duration,
+    replaced: bool,
 ) {
     let (call, sink, worker) = (joined.call(t), joined.sink, joined.attached_to());
     if sink != Sink::Outside && level >= Level::Error {
         call.collect_error(message);
     }
-    let replaced = sink == Sink::Outside && outside_stderr_replaced(now);
+    let replaced = sink == Sink::Outside && replaced;
     let keep = |rest: &[u8], is_rest: bool| call.keep(rest, is_rest, worker);
     match route(level, sink, queue_pending(), replaced) {
         Route::Keep => keep(record, false),

@@ -179,6 +179,9 @@ pub(crate) fn stderr_seen(replaced: bool, now_ms: Option<u64>) {
 #[inline]
 pub(crate) fn stderr_replaced(now_ms: u64) -> (bool, bool) {
     let replaced = STDERR_REPLACED.load(Ordering::Relaxed);
+    if STDERR_WATCHED.load(Ordering::Relaxed) {
+        return (replaced, false);
+    }
     let asked = STDERR_ASKED_MS.load(Ordering::Relaxed);
     let stale = now_ms.saturating_sub(asked) >= STDERR_FRESH_MS
         && STDERR_ASKED_MS
@@ -188,6 +191,15 @@ pub(crate) fn stderr_replaced(now_ms: u64) -> (bool, bool) {
         STDERR_ASK.store(true, Ordering::Release);
     }
     (replaced, stale)
+}
+
+/// The answer about `sys.stderr` is kept by a watcher on `sys.__dict__`
+/// that tells each change as it happens: it never goes stale.
+static STDERR_WATCHED: AtomicBool = AtomicBool::new(false);
+
+/// From now on the answer about `sys.stderr` is told at each change.
+pub(crate) fn stderr_watched() {
+    STDERR_WATCHED.store(true, Ordering::Relaxed);
 }
 
 /// A line claimed a stale answer about `sys.stderr` ([`stderr_replaced`]).
