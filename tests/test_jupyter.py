@@ -95,10 +95,8 @@ def test_a_cell_that_crashes_the_kernel_leaves_its_lines_on_the_kernels_stderr(
 LIVE_KERNEL = os.path.join(os.path.dirname(__file__), "scripts", "live_kernel.py")
 
 
-def live_kernel(detach: bool, env: dict[str, str]) -> dict[str, object]:
-    done = subprocess.run(
-        [sys.executable, LIVE_KERNEL, "1" if detach else "0"], capture_output=True, text=True, timeout=120, env=env
-    )
+def live_kernel(mode: str, env: dict[str, str]) -> dict[str, object]:
+    done = subprocess.run([sys.executable, LIVE_KERNEL, mode], capture_output=True, text=True, timeout=120, env=env)
     assert done.returncode == 0, done.stderr
     return kernel_result(done.stdout)
 
@@ -110,7 +108,7 @@ def test_a_cell_shows_its_native_lines_while_it_runs(detach: bool, clean_env: di
     its lines while it runs, well before the cell goes on; with the GIL
     held they come at its return (nothing can run Python meanwhile). All
     30, in order, once, either way."""
-    got = live_kernel(detach, clean_env)
+    got = live_kernel("1" if detach else "0", clean_env)
     assert got["lines"] == [f"slow line {i}" for i in range(30)]
     early = got["early"]
     assert isinstance(early, int)
@@ -118,3 +116,15 @@ def test_a_cell_shows_its_native_lines_while_it_runs(detach: bool, clean_env: di
         assert early >= 10, got
     else:
         assert early == 0, got
+
+
+@pytest.mark.timeout(300)
+def test_a_native_thread_outside_any_call_reaches_the_cell_live_without_colour(clean_env: dict[str, str]) -> None:
+    """A native thread logs 30 lines outside any call, 50 ms apart, while
+    the cell waits for it: they reach the cell as they are logged, in
+    order, once, with no escape although ipykernel sets CLICOLOR_FORCE=1."""
+    got = live_kernel("outside", clean_env)
+    assert got["lines"] == [f"background line {i}" for i in range(30)]
+    assert got["escapes"] == 0
+    early = got["early"]
+    assert isinstance(early, int) and early >= 10, got
