@@ -727,6 +727,10 @@ def test_load_ext_captures_every_cell() -> None:
     cells = result["cells"]
     assert isinstance(cells, list)
     assert cells[1] == {"stdout": "from C, every cell\n"}
+    # %unload_ext ends the capture of the cell it runs in: the next capture
+    # is a fresh one that does what it is asked (to_logging).
+    assert cells[3] == {"stdout": "False\n"}
+    assert cells[4] == {"stdout": "['a record']\n"}
 
 
 @pytest.mark.timeout(300)

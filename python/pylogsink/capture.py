@@ -267,15 +267,26 @@ def load_ipython_extension(ipython: object) -> None:
 
 
 def unload_ipython_extension(ipython: object) -> None:
-    """``%unload_ext pylogsink``."""
+    """``%unload_ext pylogsink``: the capture of the cell it runs in ends
+    there, and no later cell is captured."""
     events = ipython.events  # type: ignore[attr-defined]
     events.unregister("pre_run_cell", _cell_starts)
     events.unregister("post_run_cell", _cell_ends)
+    _cell_ends()
+
+
+# Whether the cell that runs now is captured (by _cell_starts).
+_cell_captured = False
 
 
 def _cell_starts(info: object = None) -> None:
+    global _cell_captured
     start_output_capture()
+    _cell_captured = True
 
 
 def _cell_ends(result: object = None) -> None:
-    stop_output_capture()
+    global _cell_captured
+    if _cell_captured:
+        _cell_captured = False
+        stop_output_capture()

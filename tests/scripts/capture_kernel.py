@@ -6,7 +6,7 @@ by nbclient) and prints each cell's streams as JSON.
 MODE "printf": a C printf inside pylogsink.capture_output(), then the same
 without it. "big": 3 MB printed by C with the GIL held (ctypes.PyDLL) inside
 capture_output(). "raw_big": the same without it. "ext": %load_ext pylogsink,
-then a cell that printf's. "mixed": inside capture_output(), C's
+then a cell that printf's, %unload_ext, and a capture into logging. "mixed": inside capture_output(), C's
 line-buffered printf, Python's print, os.write(2) and an extension that
 logs through pylogsink and printf's, 20 rounds. Whether ipykernel captures fd 1 and fd 2 itself
 depends on PYTEST_CURRENT_TEST in the environment, which the caller sets.
@@ -50,6 +50,15 @@ CELLS = {
         SETUP + "%load_ext pylogsink\n",
         "libc.printf(b'from C, every cell\\n')\n",
         "%unload_ext pylogsink\n",
+        "print(pylogsink.output_capture_active())\n",
+        "import logging\nrecords = []\n"
+        "class Keep(logging.Handler):\n"
+        "    def emit(self, record):\n"
+        "        records.append(record.getMessage())\n"
+        "logging.getLogger('stdout').addHandler(Keep())\nlogging.getLogger('stdout').setLevel(logging.INFO)\n"
+        "with pylogsink.capture_output(to_logging=True):\n"
+        "    libc.printf(b'a record\\n')\n"
+        "print(records)\n",
     ],
 }
 
