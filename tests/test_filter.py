@@ -203,6 +203,21 @@ def test_a_bad_directive_raises_and_leaves_the_filter(
     assert recs == [Record("INFO", "app", "still shown")], show(recs)
 
 
+@pytest.mark.parametrize(
+    "spec",
+    ["warn,\x1b[2J=loud", "a=\x1b[2J\x07", "a=" + "y" * 1_000_000, "z" * 1_000_000 + "=loud"],
+    ids=["escape-target", "escape-level", "long-level", "long-target"],
+)
+def test_a_bad_filters_message_holds_no_control_character_and_stays_short(spec: str, filter_restored: None) -> None:
+    # A traceback on a terminal would run the escapes; a megabyte of
+    # input makes no megabyte of message.
+    with pytest.raises(ValueError) as raised:
+        testext.set_log_filter(spec)
+    message = str(raised.value)
+    assert not any(c < " " or c == "\x7f" for c in message), repr(message)
+    assert len(message) < 600, len(message)
+
+
 def test_a_bad_env_value_is_ignored_with_one_warning() -> None:
     out, recs = run("print(t.log_filter()); t.log_at('info', 'app', 'hidden')", log="ureq=loud")
     assert out.split() == ["warn"]

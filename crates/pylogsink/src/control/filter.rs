@@ -85,14 +85,19 @@ impl FilterError {
 impl fmt::Display for FilterError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         if self.directive == self.spec {
-            write!(f, "bad log filter {}: {}", shown(&self.spec), self.reason)
+            write!(
+                f,
+                "bad log filter {}: {}",
+                shown(&self.spec),
+                plain(&self.reason)
+            )
         } else {
             write!(
                 f,
                 "bad log filter directive {} in {}: {}",
                 shown(&self.directive),
                 shown(&self.spec),
-                self.reason
+                plain(&self.reason)
             )
         }
     }
@@ -111,6 +116,26 @@ fn shown(text: &str) -> String {
         end -= 1;
     }
     format!("{:?}... ({} bytes)", &text[..end], text.len())
+}
+
+/// A reason for a message, which may quote the input: control characters
+/// escaped (a terminal that shows the message runs none), and cut where
+/// it is long, as [`shown`] cuts.
+fn plain(text: &str) -> String {
+    const LONG: usize = 200;
+    let mut out = String::new();
+    for (at, c) in text.char_indices() {
+        if text.len() > LONG && at >= LONG / 2 {
+            out.push_str(&format!("... ({} bytes)", text.len()));
+            break;
+        }
+        if c.is_control() {
+            out.extend(c.escape_default());
+        } else {
+            out.push(c);
+        }
+    }
+    out
 }
 
 impl std::error::Error for FilterError {}
@@ -946,6 +971,18 @@ mod tests {
         assert!(logs(&d, log::Level::Debug, "t999::x"));
         assert!(!logs(&d, log::Level::Trace, "t999::x"));
         assert!(!logs(&d, log::Level::Info, "other"));
+    }
+
+    #[test]
+    fn a_reason_quoting_the_input_is_escaped_and_cut() {
+        assert_eq!(
+            plain("invalid logging spec 'loud'"),
+            "invalid logging spec 'loud'"
+        );
+        assert_eq!(plain("spec '\x1b[2J\x07'"), "spec '\\u{1b}[2J\\u{7}'");
+        let long = plain(&"y".repeat(1_000_000));
+        assert!(long.ends_with("... (1000000 bytes)"), "{long}");
+        assert!(long.len() < 130, "{long}");
     }
 
     #[test]
