@@ -783,11 +783,13 @@ def test_the_docs_examples_run(name: str, tmp_path: Path) -> None:
 
 
 C_EXIT = """
-import ctypes, io, sys
+import ctypes, sys
 import pylogsink
 
 if sys.argv[1] == "replaced":
-    sys.stderr = sys.stdout = io.StringIO()
+    # Files written line by line: what reaches them before exit() stays.
+    sys.stdout = open(sys.argv[2] + "/stdout", "w", buffering=1)
+    sys.stderr = open(sys.argv[2] + "/stderr", "w", buffering=1)
 libc = ctypes.CDLL(None)
 with pylogsink.capture_output():
     # A C library that gives up: its last words, then exit(), which runs
@@ -799,13 +801,30 @@ with pylogsink.capture_output():
 
 
 @pytest.mark.parametrize("streams", ["own", "replaced"])
-def test_c_exit_inside_a_capture_keeps_the_last_words(streams: str) -> None:
+def test_c_exit_inside_a_capture_keeps_the_last_words(streams: str, tmp_path: Path) -> None:
     # Without the capture the lines are there 10 times in 10; a capture
-    # kept the stderr line once in 10 runs and the stdout line never.
-    runs = [subprocess.run([sys.executable, "-c", C_EXIT, streams], capture_output=True, timeout=30) for _ in range(10)]
-    assert [r.returncode for r in runs] == [1] * 10
-    assert [r.stderr.count(b"fatal: cannot open model file\n") for r in runs] == [1] * 10
-    assert [r.stdout.count(b"stdout: buffered by C stdio until exit\n") for r in runs] == [1] * 10
+    # kept the stderr line about once in 10 runs. With the streams replaced
+    # a line is in the stream (delivered before the exit) or on the
+    # original descriptor (the exit's hook): rarely both, when the exit
+    # came while pylogsink's thread was writing it (a repeat is better than
+    # a loss), never neither.
+    def once(_: int) -> tuple[int, int, int]:
+        for name in ("stdout", "stderr"):
+            (tmp_path / name).write_bytes(b"")
+        r = subprocess.run([sys.executable, "-c", C_EXIT, streams, str(tmp_path)], capture_output=True, timeout=30)
+        out = r.stdout + ((tmp_path / "stdout").read_bytes() if streams == "replaced" else b"")
+        err = r.stderr + ((tmp_path / "stderr").read_bytes() if streams == "replaced" else b"")
+        return (
+            r.returncode,
+            err.count(b"fatal: cannot open model file\n"),
+            out.count(b"stdout: buffered by C stdio until exit\n"),
+        )
+
+    runs = [once(run) for run in range(10)]
+    if streams == "own":
+        assert runs == [(1, 1, 1)] * 10
+    else:
+        assert all(code == 1 and err in (1, 2) and out in (1, 2) for code, err, out in runs), runs
 
 
 @pytest.mark.timeout(120)

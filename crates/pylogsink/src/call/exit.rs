@@ -40,13 +40,41 @@ const LAST: i64 = i64::MIN;
 /// Registers, once per process, the function that writes what waits when
 /// the process ends: with `atexit`, and with multiprocessing for its
 /// workers. A failure is reported as unraisable; the C `atexit` hook still
-/// writes what it can.
-pub(crate) fn arm(py: Python<'_>) {
-    static ARMED: Once = Once::new();
-    ARMED.call_once(|| {
+/// writes what it can. At init ([`arm_at_init`]) or at the first use.
+fn register_once(py: Python<'_>) {
+    static REGISTERED: Once = Once::new();
+    REGISTERED.call_once(|| {
         fork::install();
         if let Err(err) = register(py) {
             err.write_unraisable(py, None);
+        }
+    });
+}
+
+/// At init: registers the function, since pylogsink's thread runs from
+/// then on and must be stopped before finalization.
+pub(crate) fn arm_at_init(py: Python<'_>) {
+    register_once(py);
+}
+
+/// At the first use (a call, the `logging` destination): registers the
+/// function, or, registered at init, registers it again, last: `atexit`
+/// runs the last registered first, so the function still runs before
+/// what the program registered between the import and the first use (a
+/// handler that reports the records it got, `logging.shutdown` when
+/// `logging` was imported after the extension).
+pub(crate) fn arm(py: Python<'_>) {
+    static USED: Once = Once::new();
+    USED.call_once(|| {
+        register_once(py);
+        if let Some(at_end) = AT_END.get() {
+            let again = py.import("atexit").and_then(|atexit| {
+                atexit.call_method1("unregister", (at_end.bind(py),))?;
+                atexit.call_method1("register", (at_end.bind(py),))
+            });
+            if let Err(err) = again {
+                err.write_unraisable(py, None);
+            }
         }
     });
 }

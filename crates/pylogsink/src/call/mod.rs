@@ -183,7 +183,7 @@ pub fn call_exit(py: Python<'_>) -> PyResult<()> {
 /// of every replacement from the watcher on `sys.__dict__` where there is
 /// one. What waits at the end is written then.
 pub(crate) fn at_init(py: Python<'_>) {
-    exit::arm(py);
+    exit::arm_at_init(py);
     stderr::watch_at_init(py);
     if let Err(err) = logging::ensure_thread(py) {
         err.write_unraisable(py, None);

@@ -343,6 +343,15 @@ extern "C" fn write_at_c_exit() {
         unsafe { libc::fflush(std::ptr::null_mut()) };
         let _reading = stop_reading_at_crash();
         let wait = stall_wait();
+        // Lines Python took are being written by pylogsink's thread, which
+        // can go on if the exiting thread let the GIL go: a moment for it
+        // to finish, so that they are not written twice.
+        let deadline = Instant::now() + wait;
+        while STREAMS.iter().any(|s| !lock(&s.waiting).handed.is_empty())
+            && Instant::now() < deadline
+        {
+            std::thread::sleep(Duration::from_millis(1));
+        }
         let mut write = |fd: RawFd, text: &[u8]| {
             fd::write_with_room(fd, text, wait);
         };

@@ -98,6 +98,26 @@ impl PendingRecord {
         self.message.len() + self.target.len() + self.file.len() + 64 + fields
     }
 
+    /// Cuts the message so that the record counts for at most `cap` bytes
+    /// (what its fields count for stays), and says so at its end, as a
+    /// line longer than a text buffer is cut with a note.
+    fn fit(&mut self, cap: usize) {
+        let size = self.size();
+        if size <= cap {
+            return;
+        }
+        const NOTE_ROOM: usize = 96;
+        let mut keep = self.message.len().saturating_sub(size - cap + NOTE_ROOM);
+        while !self.message.is_char_boundary(keep) {
+            keep -= 1;
+        }
+        let cut = self.message.len() - keep;
+        self.message.truncate(keep);
+        self.message.push_str(&format!(
+            " [pylogsink] cut: {cut} bytes left out, more than the budget of {cap} bytes"
+        ));
+    }
+
     /// The record as a text line, for where Python can no longer take it.
     pub(crate) fn to_text(&self, out: &mut Vec<u8>) {
         let record = Record {
@@ -207,8 +227,10 @@ impl Pending {
         Limit::Records(records, bytes)
     }
 
-    /// Adds a record; the oldest ones make room for it.
-    pub(crate) fn push(&mut self, record: PendingRecord) {
+    /// Adds a record, cut to the budget's bytes if it is larger; the oldest
+    /// ones make room for it.
+    pub(crate) fn push(&mut self, mut record: PendingRecord) {
+        record.fit(self.most().1);
         self.bytes += record.size();
         self.records.push_back(record);
         self.trim();
@@ -610,6 +632,34 @@ mod tests {
             .unwrap()
             .starts_with(&format!("{} records", batch.left_out)));
         assert!(p.take().is_empty());
+    }
+
+    #[test]
+    fn a_record_larger_than_the_budget_is_cut_with_a_note() {
+        let mut p = Pending::with_budget(usize::MAX, 10_000);
+        p.push(record(0, 100));
+        p.push(record(1, 1_000_000));
+        let batch = p.take();
+        // The large one makes the older one leave, and is cut to fit.
+        assert_eq!(batch.left_out, 1);
+        let [cut] = &batch.records[..] else {
+            panic!("{} records", batch.records.len())
+        };
+        assert!(cut.size() <= 10_000, "{}", cut.size());
+        assert!(cut.message.starts_with("000001 xxx"));
+        let kept = cut.message.find(" [pylogsink]").unwrap();
+        let note = format!(
+            " [pylogsink] cut: {} bytes left out, more than the budget of 10000 bytes",
+            1_000_007 - kept
+        );
+        assert!(cut.message.ends_with(&note), "{}", &cut.message[kept..]);
+        // A character is never split.
+        let mut p = Pending::with_budget(usize::MAX, 1000);
+        p.push(PendingRecord {
+            message: "\u{e9}".repeat(5000),
+            ..record(2, 0)
+        });
+        assert!(p.take().records[0].message.starts_with('\u{e9}'));
     }
 
     #[test]
