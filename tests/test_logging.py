@@ -566,3 +566,18 @@ def test_records_left_out_are_counted_and_the_note_says_how_many(caplog: pytest.
     assert len(delivered) + noted == 12_000
     numbers = [int(r.getMessage().split()[1]) for r in delivered]
     assert numbers == list(range(2000, 12_000)), "the newest, in order"
+
+def test_one_record_larger_than_the_budget_is_cut_with_a_note(caplog: pytest.LogCaptureFixture) -> None:
+    # 100 MB in one record: logging gets at most the 4 MiB budget of it, and
+    # the record says how much was cut, as a line longer than stderr's
+    # buffer is cut with a note.
+    caplog.set_level(logging.WARNING)
+    with logging_destination(testext):
+        testext.log_at("warn", "app", "y" * 100_000_000)
+    (record,) = [r for r in caplog.records if r.name == "app"]
+    message = record.getMessage()
+    assert len(message) <= 4 << 20
+    assert message.startswith("yyyy")
+    assert re.search(r" \[pylogsink\] cut: \d+ bytes left out, more than the budget of 4194304 bytes$", message)
+    cut = int(re.findall(r"cut: (\d+) bytes", message)[0])
+    assert message.index(" [pylogsink]") + cut == 100_000_000
