@@ -857,3 +857,32 @@ def test_captures_from_two_threads_deliver_every_line_to_the_replaced_stream() -
         timeout=100,
     )
     assert done.stdout == "True\n", done.stdout[-2000:] + done.stderr[-2000:]
+
+
+OUTLIVES = """
+import subprocess, sys
+import pylogsink
+
+loop = "for i in $(seq 40); do echo child line $i; sleep 0.05; done"
+if sys.argv[1] == "with":
+    with pylogsink.capture_output():
+        child = subprocess.Popen(["sh", "-c", loop])
+else:
+    pylogsink.start_output_capture()
+    child = subprocess.Popen(["sh", "-c", loop])
+    pylogsink.stop_output_capture()
+print("child exit", child.wait(), flush=True)
+"""
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("how", ["with", "start-stop"])
+def test_a_child_that_outlives_the_capture_keeps_writing_to_the_original_stdout(how: str) -> None:
+    # The child inherited the capture's pipe: once the capture ends, what
+    # it writes goes on to the original fd 1 (it died of SIGPIPE, exit -13,
+    # with none of its 40 lines, when the capture closed the pipe).
+    done = subprocess.run([sys.executable, "-c", OUTLIVES, how], capture_output=True, text=True, timeout=50)
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert [line for line in lines if line.startswith("child line")] == [f"child line {i}" for i in range(1, 41)]
+    assert "child exit 0" in lines

@@ -266,17 +266,76 @@ fn restore(stream: &Stream) {
     }
 }
 
-/// Restores `stream` and closes its pipe (the drain thread is gone).
+/// Restores `stream` and lets its pipe go (the drain thread is gone):
+/// closed, or drained on by a thread of its own while a process that
+/// inherited it may still write to it ([`linger`]).
 fn end(stream: &Stream) {
     restore(stream);
     let reading = lock(&stream.reading);
     let read = stream.read.swap(-1, Ordering::Relaxed);
     if read >= 0 {
-        close_all(&[read]);
+        linger(read, stream.saved.load(Ordering::Relaxed));
     }
     drop(reading);
     stream.paused.store(false, Ordering::Release);
     stream.active.store(false, Ordering::Release);
+}
+
+/// After a capture, its pipe's read end `read`, once fd 1 and fd 2 point
+/// at the originals again. A process started during the capture (a
+/// server started in a notebook cell, a pool's workers) inherited the
+/// write end and may write for long after: closing the read end would
+/// kill it with SIGPIPE at its next write. So unless every write end is
+/// closed already (the read says so: end of file), a thread goes on
+/// draining the pipe into `saved`, the original descriptor, until every
+/// writer is gone, and waits for room there as the writer would have: a
+/// slow reader slows the writer, as without the capture.
+fn linger(read: RawFd, saved: RawFd) {
+    let mut chunk = vec![0u8; 64 * 1024];
+    // SAFETY: a read of the non-blocking read end, ours, into `chunk`.
+    let n = unsafe { libc::read(read, chunk.as_mut_ptr().cast(), chunk.len()) };
+    let again = n < 0 && io::Error::last_os_error().raw_os_error() == Some(libc::EAGAIN);
+    if n == 0 || (n < 0 && !again) || saved < 0 {
+        return close_all(&[read]);
+    }
+    let first = usize::try_from(n).unwrap_or(0);
+    let spawned = std::thread::Builder::new()
+        .name("pylogsink-linger".into())
+        .spawn(move || {
+            forward(saved, &chunk[..first]);
+            loop {
+                let mut fds = libc::pollfd {
+                    fd: read,
+                    events: libc::POLLIN,
+                    revents: 0,
+                };
+                // SAFETY: one initialized pollfd for `read`, ours.
+                unsafe { libc::poll(&mut fds, 1, -1) };
+                // SAFETY: as above.
+                let n = unsafe { libc::read(read, chunk.as_mut_ptr().cast(), chunk.len()) };
+                match usize::try_from(n) {
+                    Ok(0) => break,
+                    Ok(n) => forward(saved, &chunk[..n]),
+                    Err(_) => match io::Error::last_os_error().raw_os_error() {
+                        Some(libc::EAGAIN | libc::EINTR) => {}
+                        _ => break,
+                    },
+                }
+            }
+            close_all(&[read]);
+        });
+    if spawned.is_err() {
+        close_all(&[read]);
+    }
+}
+
+/// Writes all of `text` to `fd`, waiting for room as long as it takes
+/// (what `fd` refuses for good is dropped).
+fn forward(fd: RawFd, text: &[u8]) {
+    let mut done = 0;
+    while done < text.len() {
+        done += fd::write_with_room(fd, &text[done..], Duration::from_secs(1));
+    }
 }
 
 /// Ends the capture begun by [`start`]: C stdio flushed, fd 1 and fd 2
