@@ -734,6 +734,25 @@ def test_load_ext_captures_every_cell() -> None:
 
 
 @pytest.mark.timeout(300)
+def test_load_ext_lets_processes_started_in_a_cell_live_on() -> None:
+    # One capture for the kernel's life, as ipykernel's own: a process
+    # started in one cell still runs and prints three cells later, and a
+    # spawn Pool made in one cell maps in the next (with a capture per cell
+    # the loop died of SIGPIPE once its cell ended, and the pool's workers
+    # of BrokenPipeError).
+    env = dict(os.environ, PYTEST_CURRENT_TEST="capture")
+    result = kernel("ext_children", env)
+    assert result["timed_out"] is False and result["errors"] == []
+    cells = result["cells"]
+    assert isinstance(cells, list)
+    assert "tick" in cells[3].get("stdout", "")
+    assert cells[4]["stdout"].splitlines()[-1] == "alive True"
+    assert "tick" in cells[4]["stdout"]
+    assert cells[6]["stdout"].splitlines()[-1] == "[1, 2, 3]"
+    assert cells[7]["stdout"].splitlines()[-1] == "killed -9"
+
+
+@pytest.mark.timeout(300)
 def test_a_kernel_hangs_on_3mb_printed_with_the_gil_held(clean_env: dict[str, str]) -> None:
     # Proves the next test's scenario is real: ipykernel's own fd capture.
     assert kernel("raw_big", clean_env, cell_timeout=15)["timed_out"] is True

@@ -177,8 +177,9 @@ def _take_fronts() -> None:
 def _after_fork_in_child() -> None:
     # A forked child starts with no capture, and with the lock free: the
     # thread that may have held it is not in the child.
-    global _control
+    global _control, _ext_capture
     _control = threading.RLock()
+    _ext_capture = False
     _take_fronts()
     _put_handlers_back()
 
@@ -260,33 +261,33 @@ def capture_output(stdout: bool = True, stderr: bool = True, *, to_logging: bool
 
 
 def load_ipython_extension(ipython: object) -> None:
-    """``%load_ext pylogsink``: every cell's native output in the cell."""
-    events = ipython.events  # type: ignore[attr-defined]
-    events.register("pre_run_cell", _cell_starts)
-    events.register("post_run_cell", _cell_ends)
+    """``%load_ext pylogsink``: one capture for the kernel's life, as
+    ipykernel's own: native output goes to ``sys.stdout`` / ``sys.stderr``,
+    which send it to the cell that runs, and each cell's output is
+    delivered before the cell ends. A process started in one cell (a
+    server, a pool's workers) keeps its output going to the kernel's
+    streams in later cells."""
+    global _ext_capture
+    if _ext_capture:
+        return
+    start_output_capture()
+    _ext_capture = True
+    ipython.events.register("post_run_cell", _cell_ends)  # type: ignore[attr-defined]
 
 
 def unload_ipython_extension(ipython: object) -> None:
-    """``%unload_ext pylogsink``: the capture of the cell it runs in ends
-    there, and no later cell is captured."""
-    events = ipython.events  # type: ignore[attr-defined]
-    events.unregister("pre_run_cell", _cell_starts)
-    events.unregister("post_run_cell", _cell_ends)
-    _cell_ends()
+    """``%unload_ext pylogsink``: the capture ends there."""
+    global _ext_capture
+    if not _ext_capture:
+        return
+    ipython.events.unregister("post_run_cell", _cell_ends)  # type: ignore[attr-defined]
+    _ext_capture = False
+    stop_output_capture()
 
 
-# Whether the cell that runs now is captured (by _cell_starts).
-_cell_captured = False
-
-
-def _cell_starts(info: object = None) -> None:
-    global _cell_captured
-    start_output_capture()
-    _cell_captured = True
+# Whether %load_ext pylogsink's capture is on.
+_ext_capture = False
 
 
 def _cell_ends(result: object = None) -> None:
-    global _cell_captured
-    if _cell_captured:
-        _cell_captured = False
-        stop_output_capture()
+    flush_output_capture()

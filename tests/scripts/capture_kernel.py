@@ -6,7 +6,10 @@ by nbclient) and prints each cell's streams as JSON.
 MODE "printf": a C printf inside pylogsink.capture_output(), then the same
 without it. "big": 3 MB printed by C with the GIL held (ctypes.PyDLL) inside
 capture_output(). "raw_big": the same without it. "ext": %load_ext pylogsink,
-then a cell that printf's, %unload_ext, and a capture into logging. "mixed": inside capture_output(), C's
+then a cell that printf's, %unload_ext, and a capture into logging.
+"ext_children": %load_ext pylogsink, a shell loop started in one cell and
+looked at three cells later, and a spawn Pool made in one cell and used in
+the next. "mixed": inside capture_output(), C's
 line-buffered printf, Python's print, os.write(2) and an extension that
 logs through pylogsink and printf's, 20 rounds. Whether ipykernel captures fd 1 and fd 2 itself
 depends on PYTEST_CURRENT_TEST in the environment, which the caller sets.
@@ -59,6 +62,17 @@ CELLS = {
         "with pylogsink.capture_output(to_logging=True):\n"
         "    libc.printf(b'a record\\n')\n"
         "print(records)\n",
+    ],
+    "ext_children": [
+        SETUP + "%load_ext pylogsink\n",
+        "import subprocess, time\n"
+        "server = subprocess.Popen(['sh', '-c', 'while true; do echo tick; sleep 0.1; done'])\n",
+        "time.sleep(0.3)\n",
+        "time.sleep(0.3)\n",
+        "time.sleep(0.3)\nprint('alive', server.poll() is None)\n",
+        "import multiprocessing\npool = multiprocessing.get_context('spawn').Pool(2)\n",
+        "print(pool.map(abs, [-1, -2, 3]))\npool.close()\npool.join()\n",
+        "server.kill()\nprint('killed', server.wait())\n",
     ],
 }
 
