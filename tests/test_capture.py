@@ -17,6 +17,7 @@ import subprocess
 import sys
 import textwrap
 import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -905,3 +906,33 @@ def test_a_child_that_outlives_the_capture_keeps_writing_to_the_original_stdout(
     lines = done.stdout.splitlines()
     assert [line for line in lines if line.startswith("child line")] == [f"child line {i}" for i in range(1, 41)]
     assert "child exit 0" in lines
+
+
+SLOW_READER = """
+import os, sys
+import pylogsink
+
+with pylogsink.capture_output():
+    for start in range(0, 200_000, 1000):
+        os.write(1, b"".join(b"y %d\\n" % i for i in range(start, start + 1000)))
+print("left_out", pylogsink.log_stats()["left_out"], file=sys.stderr)
+"""
+
+
+@pytest.mark.timeout(60)
+def test_a_reader_that_pauses_slows_the_writer_and_loses_nothing() -> None:
+    # `python x.py | (sleep 1; grep -c y)`: the capture forwards to the
+    # process's own stdout, a pipe whose reader sleeps first. The writer
+    # waits for room, as it would without the capture (24,713 of 200,000
+    # lines were left out when the capture read on and dropped).
+    child = subprocess.Popen([sys.executable, "-c", SLOW_READER], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        time.sleep(1)
+        out, err = child.communicate(timeout=50)
+    finally:
+        child.kill()
+    assert child.returncode == 0, err
+    lines = out.splitlines()
+    assert len(lines) == 200_000
+    assert lines == [b"y %d" % i for i in range(200_000)]
+    assert err.decode().split() == ["left_out", "0"]

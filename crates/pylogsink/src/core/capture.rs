@@ -763,13 +763,17 @@ pub(crate) fn catch_up(index: usize, left: &mut Option<usize>) -> bool {
     *left == 0
 }
 
-/// Whether to leave `stream`'s pipe unread for now: its lines for Python
-/// fill the budget and Python keeps taking them ([`hold_reading`]).
+/// Whether to leave `stream`'s pipe unread for now: its lines fill the
+/// budget and their route does not take them ([`hold_reading`]).
 fn pause(stream: &Stream, held: &mut Option<(u64, Instant)>, now: Instant) -> bool {
-    let full = stream.to_python.load(Ordering::Relaxed)
-        && lock(&stream.waiting).kept.len_bytes() + ROUND + PARTIAL_MAX > BUDGET;
+    let full = lock(&stream.waiting).kept.len_bytes() + ROUND + PARTIAL_MAX > BUDGET;
+    let route = if stream.to_python.load(Ordering::Relaxed) {
+        CapturedTo::Python
+    } else {
+        CapturedTo::Original
+    };
     let takes = stream.takes.load(Ordering::Acquire);
-    let paused = hold_reading(full, takes, held, now, stall_wait());
+    let paused = hold_reading(route, full, takes, held, now, stall_wait());
     stream.paused.store(paused, Ordering::Release);
     paused
 }

@@ -47,13 +47,21 @@ pub(crate) fn captured_to(own: bool, none: bool, fileno: Option<i32>, target: i3
 }
 
 /// Whether the drain thread leaves a pipe unread for now, so that its
-/// writer waits (as on any full pipe) rather than lines be left out: only
-/// while the lines waiting for Python are `full` and Python keeps taking
-/// them. `takes` counts Python's takes so far; `held` is when the pipe was
-/// last seen full with that count. Once Python has taken nothing for
-/// `patience` (the GIL held by the writer itself, say), the pipe is read
-/// again and the oldest lines are left out: a writer never waits longer.
+/// writer waits (as on any full pipe) rather than lines be left out, while
+/// the lines that wait for the pipe's route are `full`.
+///
+/// To an original descriptor (no room there: a terminal scrolled back, a
+/// pipe whose reader pauses), for as long as that lasts: the writer waits
+/// as it would writing there itself, and no Python is in the way, so
+/// nothing can hang that would not hang without the capture.
+///
+/// To Python, only while Python keeps taking them. `takes` counts
+/// Python's takes so far; `held` is when the pipe was last seen full with
+/// that count. Once Python has taken nothing for `patience` (the GIL held
+/// by the writer itself, say), the pipe is read again and the oldest lines
+/// are left out: a writer never waits longer.
 pub(crate) fn hold_reading(
+    route: CapturedTo,
     full: bool,
     takes: u64,
     held: &mut Option<(u64, Instant)>,
@@ -63,6 +71,9 @@ pub(crate) fn hold_reading(
     if !full {
         *held = None;
         return false;
+    }
+    if route == CapturedTo::Original {
+        return true;
     }
     match *held {
         Some((seen, since)) if seen == takes => now.saturating_duration_since(since) < patience,
@@ -201,13 +212,42 @@ mod tests {
         let now = Instant::now();
         let patience = Duration::from_millis(100);
         let mut held = None;
-        assert!(!hold_reading(false, 0, &mut held, now, patience));
-        assert!(hold_reading(true, 0, &mut held, now, patience));
-        let later = now + Duration::from_millis(60);
-        assert!(hold_reading(true, 0, &mut held, later, patience));
-        // Python took some: the wait starts again.
-        assert!(hold_reading(true, 1, &mut held, later, patience));
+        assert!(!hold_reading(
+            CapturedTo::Python,
+            false,
+            0,
+            &mut held,
+            now,
+            patience
+        ));
         assert!(hold_reading(
+            CapturedTo::Python,
+            true,
+            0,
+            &mut held,
+            now,
+            patience
+        ));
+        let later = now + Duration::from_millis(60);
+        assert!(hold_reading(
+            CapturedTo::Python,
+            true,
+            0,
+            &mut held,
+            later,
+            patience
+        ));
+        // Python took some: the wait starts again.
+        assert!(hold_reading(
+            CapturedTo::Python,
+            true,
+            1,
+            &mut held,
+            later,
+            patience
+        ));
+        assert!(hold_reading(
+            CapturedTo::Python,
             true,
             1,
             &mut held,
@@ -216,6 +256,7 @@ mod tests {
         ));
         // Nothing taken for the whole patience: read, and leave lines out.
         assert!(!hold_reading(
+            CapturedTo::Python,
             true,
             1,
             &mut held,
@@ -223,13 +264,40 @@ mod tests {
             patience
         ));
         assert!(!hold_reading(
+            CapturedTo::Python,
             true,
             1,
             &mut held,
             later + 2 * patience,
             patience
         ));
-        assert!(!hold_reading(false, 1, &mut held, later, patience));
+        assert!(!hold_reading(
+            CapturedTo::Python,
+            false,
+            1,
+            &mut held,
+            later,
+            patience
+        ));
+        // To an original descriptor: held while full, however long.
+        let mut held = None;
+        let much_later = now + 1000 * patience;
+        assert!(hold_reading(
+            CapturedTo::Original,
+            true,
+            0,
+            &mut held,
+            much_later,
+            patience
+        ));
+        assert!(!hold_reading(
+            CapturedTo::Original,
+            false,
+            0,
+            &mut held,
+            much_later,
+            patience
+        ));
         assert_eq!(held, None);
     }
 
