@@ -172,7 +172,7 @@ pub(crate) fn start(routes: [Option<CapturedTo>; 2]) -> io::Result<bool> {
             Err(err) => {
                 for (stream, read) in STREAMS.iter().zip(reads) {
                     if read >= 0 {
-                        end(stream);
+                        end(stream, Ending::Close);
                     }
                 }
                 close_all(&control);
@@ -195,7 +195,7 @@ pub(crate) fn start(routes: [Option<CapturedTo>; 2]) -> io::Result<bool> {
         }
         Err(err) => {
             for stream in &STREAMS {
-                end(stream);
+                end(stream, Ending::Close);
             }
             close_all(&control);
             Err(err)
@@ -266,15 +266,27 @@ fn restore(stream: &Stream) {
     }
 }
 
-/// Restores `stream` and lets its pipe go (the drain thread is gone):
-/// closed, or drained on by a thread of its own while a process that
-/// inherited it may still write to it ([`linger`]).
-fn end(stream: &Stream) {
+/// How [`end`] lets a pipe go.
+#[derive(Clone, Copy, PartialEq)]
+enum Ending {
+    /// Closed: nothing else may have it (a capture that failed to begin,
+    /// a forked child, whose parent still reads it).
+    Close,
+    /// Drained on by a thread of its own while a process that inherited it
+    /// may still write to it ([`linger`]).
+    Linger,
+}
+
+/// Restores `stream` and lets its pipe go (the drain thread is gone).
+fn end(stream: &Stream, ending: Ending) {
     restore(stream);
     let reading = lock(&stream.reading);
     let read = stream.read.swap(-1, Ordering::Relaxed);
     if read >= 0 {
-        linger(read, stream.saved.load(Ordering::Relaxed));
+        match ending {
+            Ending::Close => close_all(&[read]),
+            Ending::Linger => linger(read, stream.saved.load(Ordering::Relaxed)),
+        }
     }
     drop(reading);
     stream.paused.store(false, Ordering::Release);
@@ -371,7 +383,7 @@ pub(crate) fn stop() -> bool {
         let _ = thread.join();
     }
     for stream in &STREAMS {
-        end(stream);
+        end(stream, Ending::Linger);
     }
     close_all(&state.control);
     state.control = [-1, -1];
@@ -948,7 +960,7 @@ pub(crate) fn hold_for_fork() -> HeldForFork {
         drop(reading);
         if child {
             for (stream, waiting) in STREAMS.iter().zip([&mut *out, &mut *err]) {
-                end(stream);
+                end(stream, Ending::Close);
                 stream.pending.store(false, Ordering::Relaxed);
                 stream.to_python.store(false, Ordering::Relaxed);
                 waiting.lines.clear();
