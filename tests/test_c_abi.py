@@ -6,6 +6,7 @@ ExecuTorch's platform log hook."""
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
@@ -450,3 +451,37 @@ def test_cmake_builds_an_extension_with_the_shipped_config(tmp_path: Path, env: 
     assert done.stdout.splitlines()[0].startswith(str(build))
     assert done.stdout.splitlines()[-1] == "  XNNPACK backend: failed to create workspace"
     assert two_threads("c_rt", "pylogsink", "load_method_detached", env, timeout=60) == "100"
+
+
+@pytest.mark.parametrize("ext", ["c_rt", "cpp_rt"])
+@pytest.mark.parametrize("flush", [True, False], ids=["flush", "no flush"])
+def test_a_loop_holding_the_gil_shows_its_progress_at_each_pylogsink_flush(
+    flush: bool, ext: str, env: dict[str, str]
+) -> None:
+    # progress: 60 steps of 20 ms with the GIL held, pylogsink_flush (C) or
+    # pylogsink::flush() (pybind11) after each step or not.
+    done = run(
+        f"""
+        import json, sys, time, {ext}
+        arrived = []
+        class Timed:
+            def write(self, text):
+                arrived.extend((time.monotonic(), line) for line in text.splitlines())
+            def flush(self):
+                pass
+        sys.stderr = Timed()
+        {ext}.progress(60, 20, {flush})
+        returned = time.monotonic()
+        sys.stderr = sys.__stderr__
+        lines = [line.split("] ", 1)[-1] for _, line in arrived]
+        print(json.dumps({{"lines": lines, "first_before_return": returned - arrived[0][0]}}))
+        """,
+        env,
+    )
+    assert done.returncode == 0, done.stderr
+    got = json.loads(done.stdout)
+    assert got["lines"] == [f"step {i}" for i in range(60)]
+    if flush:
+        assert got["first_before_return"] >= 0.5, got["first_before_return"]
+    else:
+        assert got["first_before_return"] < 0.1, got["first_before_return"]

@@ -128,3 +128,13 @@ def test_a_native_thread_outside_any_call_reaches_the_cell_live_without_colour(c
     assert got["escapes"] == 0
     early = got["early"]
     assert isinstance(early, int) and early >= 10, got
+
+
+@pytest.mark.timeout(300)
+def test_a_cell_holding_the_gil_shows_its_lines_at_each_flush(clean_env: dict[str, str]) -> None:
+    """The same call with the GIL held, calling pylogsink::flush after each
+    line: the lines reach the notebook while the cell runs."""
+    got = live_kernel("flush", clean_env)
+    assert got["lines"] == [f"slow line {i}" for i in range(30)]
+    early = got["early"]
+    assert isinstance(early, int) and early >= 10, got

@@ -12,6 +12,7 @@ import datetime
 import json
 import logging
 import os
+import subprocess
 import sys
 import threading
 import time
@@ -329,3 +330,81 @@ def test_a_native_thread_follows_redirect_stderr_with_no_call_made(force_color: 
     else:
         assert on_fd2 + in_stream == lines
         assert len(in_stream) >= 4, (len(in_stream), len(on_fd2))
+
+
+FLUSHED = """
+import json, logging, sys, time, pylogsink
+
+arrived = []
+
+class Timed:
+    def write(self, text):
+        arrived.extend((time.monotonic(), line) for line in text.splitlines())
+    def flush(self):
+        pass
+
+class Keep(logging.Handler):
+    def emit(self, record):
+        arrived.append((time.monotonic(), record.getMessage()))
+
+if sys.argv[1] == "logging":
+    pylogsink.set_log_destination("logging")
+    logging.getLogger().addHandler(Keep())
+    logging.getLogger().setLevel(logging.INFO)
+else:
+    sys.stderr = Timed()
+pylogsink.log_slowly(60, 0.02, detach=False, flush=sys.argv[2] == "flush")
+returned = time.monotonic()
+sys.stderr = sys.__stderr__
+lines = [line.split("] ", 1)[-1] for _, line in arrived]
+print(json.dumps({"lines": lines, "first_before_return": returned - arrived[0][0]}))
+"""
+
+
+@pytest.mark.parametrize("destination", ["stderr", "logging"])
+@pytest.mark.parametrize("flush", ["flush", "no flush"])
+def test_a_call_holding_the_gil_shows_its_progress_at_each_flush(destination: str, flush: str) -> None:
+    # 60 steps of 20 ms with the GIL held. With pylogsink::flush after each
+    # step the first line is in the replaced stream or the handler about
+    # 1.2 s before the call returns; without, all come at the return.
+    done = subprocess.run(
+        [sys.executable, "-c", FLUSHED, destination, flush], capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 0, done.stderr
+    got = json.loads(done.stdout)
+    assert got["lines"] == [f"slow line {i}" for i in range(60)]
+    if flush == "flush":
+        assert got["first_before_return"] >= 0.5, got["first_before_return"]
+    else:
+        assert got["first_before_return"] < 0.1, got["first_before_return"]
+
+
+def test_flush_raises_a_pending_keyboard_interrupt_after_the_lines() -> None:
+    # A SIGALRM handler raises KeyboardInterrupt 0.3 s into a call that
+    # holds the GIL: the flush after that step writes the lines so far,
+    # then raises it, and the call stops there.
+    done = python(
+        """
+        import io, json, signal, sys, pylogsink
+        def interrupt(signum, frame):
+            raise KeyboardInterrupt("from the alarm")
+        signal.signal(signal.SIGALRM, interrupt)
+        buf = io.StringIO()
+        sys.stderr = buf
+        signal.setitimer(signal.ITIMER_REAL, 0.3)
+        try:
+            pylogsink.log_slowly(100, 0.02, detach=False, flush=True)
+            outcome = "returned"
+        except KeyboardInterrupt as e:
+            outcome = repr(e)
+        sys.stderr = sys.__stderr__
+        lines = [line.split("] ", 1)[-1] for line in buf.getvalue().splitlines()]
+        print(json.dumps({"outcome": outcome, "lines": lines}))
+        """
+    )
+    assert done.returncode == 0, done.stderr
+    got = json.loads(done.stdout)
+    assert got["outcome"] == "KeyboardInterrupt('from the alarm')"
+    n = len(got["lines"])
+    assert 5 <= n < 100, n
+    assert got["lines"] == [f"slow line {i}" for i in range(n)]

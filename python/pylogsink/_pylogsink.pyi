@@ -27,9 +27,10 @@ def log_lines(count: int, level: _Level = "info", size: int = 100, detach: bool 
 def log_raw(message: bytes, level: _Level = "info") -> None:
     """Logs one message of raw bytes, which need not be UTF-8."""
 
-def log_slowly(count: int, interval: float, detach: bool = True) -> None:
+def log_slowly(count: int, interval: float, detach: bool = True, flush: bool = False) -> None:
     """Logs count lines ("slow line N"), interval seconds apart, in one call
-    that releases the GIL meanwhile (detach) or holds it."""
+    that releases the GIL meanwhile (detach) or holds it; with flush (and
+    the GIL held), pylogsink::flush after each line."""
 
 def log_then_hang(count: int, seconds: float) -> None:
     """Logs count Warn lines, then sleeps holding the GIL."""

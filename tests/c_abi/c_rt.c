@@ -109,6 +109,24 @@ static PyObject *log_lines(PyObject *self, PyObject *arg) {
     Py_RETURN_NONE;
 }
 
+/* progress(steps, ms, flush): a loop that holds the GIL, one Info line
+   "step <i>" per step of `ms` milliseconds; with `flush`, pylogsink_flush
+   at each step's end, its lines then shown as it goes. */
+static PyObject *progress(PyObject *self, PyObject *args) {
+    (void)self;
+    int steps, ms, flush;
+    if (!PyArg_ParseTuple(args, "iip", &steps, &ms, &flush)) return NULL;
+    pylogsink_call_enter();
+    int failed = 0;
+    for (int i = 0; i < steps && !failed; i++) {
+        usleep((useconds_t)ms * 1000);
+        ET_LOG(kInfo, "step %d", i);
+        if (flush && pylogsink_flush() < 0) failed = 1;
+    }
+    if (pylogsink_call_exit() < 0 || failed) return NULL;
+    Py_RETURN_NONE;
+}
+
 /* log_then_hang(n, seconds): n lines, then sleeps inside the call. */
 static PyObject *log_then_hang(PyObject *self, PyObject *args) {
     (void)self;
@@ -206,6 +224,7 @@ static PyMethodDef methods[] = {
     {"log_n", log_n, METH_VARARGS, NULL},
     {"log_and_printf", log_and_printf, METH_O, NULL},
     {"log_lines", log_lines, METH_O, NULL},
+    {"progress", progress, METH_VARARGS, NULL},
     {"log_then_hang", log_then_hang, METH_VARARGS, NULL},
     {"load_program", load_program, METH_VARARGS, NULL},
     {"fatal", fatal, METH_NOARGS, NULL},

@@ -97,6 +97,18 @@ PYBIND11_MODULE(cpp_rt, m) {
         });
     });
 
+    // A loop that holds the GIL: pylogsink::flush() after each step when
+    // asked, so that its progress shows as it goes.
+    m.def("progress", [](int steps, int ms, bool flush) {
+        pylogsink::call([&] {
+            for (int i = 0; i < steps; i++) {
+                std::this_thread::sleep_for(std::chrono::milliseconds(ms));
+                ET_LOG(kInfo, "step %d", i);
+                if (flush) pylogsink::flush();
+            }
+        });
+    });
+
     m.def("fatal", [] { backend_fatal(); }, py::call_guard<pylogsink::scope>());
 
     // None: back to the default given to pylogsink_init.

@@ -4,13 +4,15 @@ jupyter_client) and tells when its lines reached the client.
     python live_kernel.py DETACH
     python live_kernel.py capture
     python live_kernel.py outside
+    python live_kernel.py flush
 
 The cell logs 30 lines in one call, 50 ms apart, with the GIL released
 (DETACH=1) or held (DETACH=0), then prints "returned". With "capture", it
 printf's 30 lines from C instead, 50 ms apart, inside
 pylogsink.capture_output(), and the lines looked at are the cell's stdout.
 With "outside", a native thread logs them outside any call while the cell
-waits for it. Prints JSON: the cell's lines in the order they arrived, how
+waits for it; with "flush", the call holds the GIL and calls
+pylogsink::flush after each line. Prints JSON: the cell's lines in the order they arrived, how
 many came in stream messages the kernel sent at least half a second before
 "returned" (the kernel's own timestamps), and how many escape characters
 those messages held (ipykernel sets CLICOLOR_FORCE=1). Start it without PYTEST_CURRENT_TEST in the
@@ -37,6 +39,8 @@ def main() -> int:
             "    for i in range(30):\n"
             "        libc.printf(b'[C] slow line %d\\n', i); libc.fflush(None); time.sleep(0.05)\n"
         )
+    elif mode == "flush":
+        cell = "import pylogsink\npylogsink.log_slowly(30, 0.05, detach=False, flush=True)\n"
     elif mode == "outside":
         cell = "import pylogsink\npylogsink.start_background_logger(30, 0.05).join()\n"
     else:

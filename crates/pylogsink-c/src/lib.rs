@@ -183,6 +183,19 @@ pub unsafe extern "C" fn pylogsink_call_exit() -> c_int {
     written
 }
 
+/// Hands what the current call kept to Python now, as `pylogsink::flush`:
+/// 0, or -1 with the exception raised set.
+///
+/// # Safety
+///
+/// The caller holds the GIL.
+#[no_mangle]
+pub unsafe extern "C" fn pylogsink_flush() -> c_int {
+    // SAFETY: the header's contract: the caller holds the GIL.
+    let py = unsafe { Python::assume_attached() };
+    with_python_errors(py, || pylogsink::flush(py))
+}
+
 /// A handle on the current call, for its worker threads, as
 /// `pylogsink::Call::current`: NULL outside any call. Free it with
 /// `pylogsink_handle_free`.

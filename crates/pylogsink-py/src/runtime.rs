@@ -211,10 +211,18 @@ fn log_then_hang(py: Python<'_>, count: usize, seconds: f64) -> PyResult<()> {
 
 /// Logs `count` lines ("slow line N"), `interval` seconds apart, in one
 /// call that releases the GIL meanwhile (with `detach`) or holds it: a
-/// long call, a training loop or a load.
+/// long call, a training loop or a load. With `flush` (and the GIL held),
+/// `pylogsink::flush` after each line: the loop's progress shows as it
+/// goes.
 #[pyfunction]
-#[pyo3(signature = (count, interval, detach = true))]
-fn log_slowly(py: Python<'_>, count: usize, interval: f64, detach: bool) -> PyResult<()> {
+#[pyo3(signature = (count, interval, detach = true, flush = false))]
+fn log_slowly(
+    py: Python<'_>,
+    count: usize,
+    interval: f64,
+    detach: bool,
+    flush: bool,
+) -> PyResult<()> {
     pylogsink::call(py, || {
         let body = || {
             for i in 0..count {
@@ -224,6 +232,12 @@ fn log_slowly(py: Python<'_>, count: usize, interval: f64, detach: bool) -> PyRe
         };
         if detach {
             py.detach(body);
+        } else if flush {
+            for i in 0..count {
+                rt_log!(Level::Info, "slow line {i}");
+                std::thread::sleep(Duration::from_secs_f64(interval));
+                pylogsink::flush(py)?;
+            }
         } else {
             body();
         }

@@ -85,6 +85,16 @@ void pylogsink_call_enter(void);
    __context__ of the new one). */
 int pylogsink_call_exit(void);
 
+/* Inside a call, GIL held, none of the runtime's locks held (a loop's step
+   boundary): hands what the call kept so far to Python now (lines for a
+   replaced sys.stderr, records for logging, its workers' too), so that a
+   loop that holds the GIL shows its progress as it goes. Then checks for
+   signals, as PyErr_CheckSignals does. Returns 0, or -1 with the exception
+   raised (a KeyboardInterrupt from Ctrl-C) set: the binding then stops and
+   returns NULL through pylogsink_call_exit. With nothing waiting it costs
+   two loads and a compare. */
+int pylogsink_flush(void);
+
 /* A call that worker threads can join (a thread pool's workers: what they
    log then follows the call's routing, as the calling thread's own lines).
    pylogsink_call_handle: on the calling thread, inside a call; NULL

@@ -131,6 +131,16 @@ auto call(F &&f) -> decltype(std::forward<F>(f)()) {
     }
 }
 
+/* Inside a call, GIL held, none of the runtime's locks held: hands what
+   the call kept so far to Python now and checks for signals
+   (pylogsink_flush); throws the exception raised (a KeyboardInterrupt) as
+   py::error_already_set. */
+inline void flush() {
+    if (pylogsink_flush() != 0) {
+        throw pybind11::error_already_set();
+    }
+}
+
 /* Throws an exception of `type` whose message is `text` followed by the
    Error lines logged during the call, invalid UTF-8 escaped as \xNN. */
 [[noreturn]] inline void raise(PyObject *type, const std::string &text) {

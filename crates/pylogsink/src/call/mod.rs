@@ -176,6 +176,60 @@ pub fn call_exit(py: Python<'_>) -> PyResult<()> {
     }
 }
 
+/// Hands what the current call keeps to Python now, in the order logged:
+/// lines for a replaced `sys.stderr`, records for `logging`, its attached
+/// workers' too, then the lines and records logged outside any call that
+/// wait. Then, like [`Python::check_signals`], returns the exception a
+/// signal handler raised (a `KeyboardInterrupt` from Ctrl-C), which the
+/// binding should return.
+///
+/// A call that holds the GIL delivers at its return: nothing else can run
+/// Python meanwhile. A long loop that holds it on purpose calls `flush`
+/// at its step boundaries to keep its progress live. The caller vouches
+/// that it holds no native lock that another thread could wait for while
+/// it holds the GIL (a handler runs Python code, and another thread may
+/// run meanwhile). Outside a call, or with nothing waiting, it does
+/// nothing and costs two loads and a compare, so a loop may call it at
+/// every step.
+///
+/// ```no_run
+/// use pyo3::prelude::*;
+///
+/// #[pyfunction]
+/// fn train(py: Python<'_>, steps: usize) -> PyResult<()> {
+///     pylogsink::call(py, || {
+///         for step in 0..steps {
+///             // ... one step, the GIL held ...
+///             log::info!("Progress: {}%", 100 * (step + 1) / steps);
+///             pylogsink::flush(py)?;
+///         }
+///         Ok(())
+///     })
+/// }
+/// ```
+#[inline]
+pub fn flush(py: Python<'_>) -> PyResult<()> {
+    match THREAD.try_with(ThreadState::flush_due) {
+        Ok(Some(sink)) => flush_now(py, sink),
+        _ => Ok(()),
+    }
+}
+
+#[cold]
+#[inline(never)]
+fn flush_now(py: Python<'_>, sink: Sink) -> PyResult<()> {
+    if avoid_python(py) {
+        return Ok(());
+    }
+    wait_for_live_delivery(py);
+    let written = write_text_at_return(py, sink);
+    let delivered = deliver_at_return(py);
+    match written.or(delivered) {
+        Some(err) => Err(err),
+        None => py.check_signals(),
+    }
+}
+
 /// At [`crate::Builder::init`], with the GIL held: the lines logged
 /// outside any call follow a replaced `sys.stderr` whether or not a call
 /// was ever made, so pylogsink's Python thread, which writes them, starts

@@ -152,6 +152,17 @@ impl ThreadState {
         Some((sink, self.kept_any() || self.pending_any() || live))
     }
 
+    /// Inside a call of its own, with lines or records that may wait for
+    /// Python (its attached workers' included): the call's sink. Else
+    /// `None`: two loads and a compare.
+    #[inline(always)]
+    pub(crate) fn flush_due(&self) -> Option<Sink> {
+        if self.depth.get() == 0 || !(self.kept_any() || self.pending_any()) {
+            return None;
+        }
+        Some(self.shared.sink())
+    }
+
     /// A handle on the current call for worker threads: this thread's own
     /// call, or the one it is attached to.
     pub(crate) fn handle(&self) -> Option<CallRef> {
