@@ -492,6 +492,27 @@ fn noop_call(py: Python<'_>) -> PyResult<()> {
     pylogsink::call(py, || Ok(()))
 }
 
+/// What `pylogsink::flush` costs with nothing waiting, inside a call:
+/// nanoseconds per flush and per turn of an empty loop, each over `n`
+/// turns, measured in one run.
+#[pyfunction]
+fn flush_cost(py: Python<'_>, n: u32) -> PyResult<(f64, f64)> {
+    pylogsink::call(py, || {
+        let started = std::time::Instant::now();
+        for _ in 0..n {
+            pylogsink::flush(py)?;
+        }
+        let flushes = started.elapsed();
+        let started = std::time::Instant::now();
+        for i in 0..n {
+            std::hint::black_box(i);
+        }
+        let empty = started.elapsed();
+        let per = |d: std::time::Duration| d.as_nanos() as f64 / f64::from(n.max(1));
+        Ok((per(flushes), per(empty)))
+    })
+}
+
 /// How pylogsink's call entry learns whether `sys.stderr` was replaced:
 /// "dict watcher" or "lookup".
 #[pyfunction]
@@ -764,6 +785,7 @@ fn stats() -> (u64, u64, u64) {
 fn pylogsink_bench(m: &Bound<'_, PyModule>) -> PyResult<()> {
     set_filter(FILTER)?;
     m.add_function(wrap_pyfunction!(install, m)?)?;
+    m.add_function(wrap_pyfunction!(flush_cost, m)?)?;
     m.add_function(wrap_pyfunction!(peer_lines, m)?)?;
     m.add_function(wrap_pyfunction!(record_bytes, m)?)?;
     m.add_function(wrap_pyfunction!(bare_write, m)?)?;
