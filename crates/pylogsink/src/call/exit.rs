@@ -63,8 +63,19 @@ pub(crate) fn arm_at_init(py: Python<'_>) {
 /// what the program registered between the import and the first use (a
 /// handler that reports the records it got, `logging.shutdown` when
 /// `logging` was imported after the extension).
+#[inline]
 pub(crate) fn arm(py: Python<'_>) {
-    static USED: Once = Once::new();
+    if !USED.is_completed() {
+        arm_first(py);
+    }
+}
+
+/// Done once by [`arm`].
+static USED: Once = Once::new();
+
+#[cold]
+#[inline(never)]
+fn arm_first(py: Python<'_>) {
     USED.call_once(|| {
         register_once(py);
         if let Some(at_end) = AT_END.get() {
