@@ -636,12 +636,12 @@ def child_live(p, b):
     logger = logging.getLogger("_pylogsink.runtime")
     logger.addHandler(Handler())
     logger.setLevel(logging.INFO)
-    pylogsink.set_log_destination("logging")
-    pylogsink.log_slowly(p["count"], 0.005)
-    pylogsink.set_log_destination("stderr")
+    pylogsink.runtime.set_log_destination("logging")
+    pylogsink.runtime.log_slowly(p["count"], 0.005)
+    pylogsink.runtime.set_log_destination("stderr")
     sys.stderr = Stream()
     try:
-        pylogsink.log_slowly(p["count"], 0.005)
+        pylogsink.runtime.log_slowly(p["count"], 0.005)
     finally:
         sys.stderr = sys.__stderr__
     for name, ms in latency.items():

@@ -54,7 +54,7 @@ for py in $(scripts/pythons.sh); do
     wheels_here[0]=$(ls dist/pylogsink-*-"$tag-$tag"-*.whl)
   fi
   "$venv/bin/python" "${pip_q[@]}" --force-reinstall --no-deps "${wheels_here[@]}"
-  "$venv/bin/python" -c 'import pylogsink; print("pylogsink:", pylogsink._pylogsink.__file__.rsplit("/", 1)[1], "-", pylogsink.stderr_check())'
+  "$venv/bin/python" -c 'import pylogsink; print("pylogsink:", pylogsink._pylogsink.__file__.rsplit("/", 1)[1], "-", pylogsink.runtime.stderr_check())'
   # The pybind11 example, built against the pylogsink just installed (not
   # on PyPI yet, hence no build isolation: its build requirements are in
   # tests/requirements.txt).

@@ -94,7 +94,7 @@ def test_lines_keep_their_order_on_the_processs_own_stdout() -> None:
 
 def test_the_demo_runtimes_log_line_and_printf_each_arrive_once(capsys: pytest.CaptureFixture[str]) -> None:
     with pylogsink.capture_output():
-        pylogsink.log_and_printf("both")
+        pylogsink.runtime.log_and_printf("both")
     out, err = capsys.readouterr()
     assert out == "printed: both\n"
     assert [r.split("] ", 1)[1] for r in records(err)] == ["logged: both"]
@@ -105,7 +105,7 @@ DEMO_OWN = """
 import pylogsink
 with pylogsink.capture_output():
     for i in range(3):
-        pylogsink.log_and_printf(f"line {i}")
+        pylogsink.runtime.log_and_printf(f"line {i}")
 """
 
 
@@ -123,7 +123,7 @@ import os, sys, pylogsink
 sys.stderr = open(2, "w", closefd=False)
 with pylogsink.capture_output():
     os.write(2, b"only once\\n")
-    pylogsink.log_raw(b"logged once", "warn")
+    pylogsink.runtime.log_raw(b"logged once", "warn")
 sys.stderr.flush()
 """
 
@@ -146,7 +146,7 @@ with {outer}:
         libc.printf(b"%s", data)
         libc.fflush(None)
 took = time.monotonic() - start
-print(json.dumps({{"took": took, "text": buf.getvalue(), "left_out": pylogsink.log_stats()["left_out"]}}), file=sys.stderr)
+print(json.dumps({{"took": took, "text": buf.getvalue(), "left_out": pylogsink.runtime.log_stats()["left_out"]}}), file=sys.stderr)
 """
 
 
@@ -181,7 +181,7 @@ buf = io.StringIO()
 with contextlib.redirect_stdout(buf), pylogsink.capture_output():
     for _ in range(20):
         libc.write(1, data, len(data))
-print(len(buf.getvalue()), buf.getvalue().count("[pylogsink]"), pylogsink.log_stats()["left_out"], file=sys.stderr)
+print(len(buf.getvalue()), buf.getvalue().count("[pylogsink]"), pylogsink.runtime.log_stats()["left_out"], file=sys.stderr)
 """
 
 
@@ -262,7 +262,7 @@ with contextlib.redirect_stderr(Appended(os.environ["CRASH_STREAM"])):
     with pylogsink.capture_output():
         text = b"drained before the crash\\nno line end yet"
         gil_libc.write(2, text, len(text))
-        pylogsink.crash({kind!r})
+        pylogsink.runtime.crash({kind!r})
 """
 
 
@@ -918,7 +918,7 @@ import pylogsink
 with pylogsink.capture_output():
     for start in range(0, 200_000, 1000):
         os.write(1, b"".join(b"y %d\\n" % i for i in range(start, start + 1000)))
-print("left_out", pylogsink.log_stats()["left_out"], file=sys.stderr)
+print("left_out", pylogsink.runtime.log_stats()["left_out"], file=sys.stderr)
 """
 
 

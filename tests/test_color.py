@@ -75,9 +75,9 @@ def on_pipe(code: str, **env: str | None) -> str:
 
 LOG_THREE = """
     import pylogsink
-    pylogsink.log_raw(b"plain \\x1b[31m text", "warn")
-    pylogsink.log_lines(1, "error")
-    pylogsink.log_lines(1, "info")
+    pylogsink.runtime.log_raw(b"plain \\x1b[31m text", "warn")
+    pylogsink.runtime.log_lines(1, "error")
+    pylogsink.runtime.log_lines(1, "info")
 """
 
 
@@ -123,9 +123,9 @@ def test_a_replaced_stderr_never_gets_color_even_when_forced() -> None:
         import contextlib, io, sys, pylogsink
         buf = io.StringIO()
         with contextlib.redirect_stderr(buf):
-            pylogsink.log_lines(2, "warn")
+            pylogsink.runtime.log_lines(2, "warn")
         print(repr(buf.getvalue()), file=sys.__stderr__)
-        pylogsink.log_lines(1, "warn")
+        pylogsink.runtime.log_lines(1, "warn")
     """
     text = on_terminal(code, CLICOLOR_FORCE="1")
     captured, direct = text.split("\n", 1)
@@ -140,11 +140,11 @@ def test_a_terminal_swapped_for_a_pipe_gets_no_color() -> None:
     pytest.importorskip("wurlitzer")
     code = """
         import sys, pylogsink, wurlitzer
-        pylogsink.log_lines(1, "warn")
+        pylogsink.runtime.log_lines(1, "warn")
         with wurlitzer.pipes() as (out, err):
-            pylogsink.log_lines(3, "warn")
+            pylogsink.runtime.log_lines(3, "warn")
         print(repr(err.read()), file=sys.__stderr__)
-        pylogsink.log_lines(2, "warn")
+        pylogsink.runtime.log_lines(2, "warn")
     """
     text = on_terminal(code)
     first, captured, _, last = text.strip("\n").split("\n")

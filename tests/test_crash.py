@@ -19,14 +19,14 @@ SIGNALS = {"segv": signal.SIGSEGV, "abort": signal.SIGABRT}
 CRASH_UNDER_REDIRECT = """
 import contextlib, io, pylogsink
 with contextlib.redirect_stderr(io.StringIO()):
-    pylogsink.crash({kind!r})
+    pylogsink.runtime.crash({kind!r})
 """
 
 CRASH_WITH_LOGGING = """
 import logging, io, pylogsink
 logging.basicConfig(level=logging.INFO, stream=io.StringIO())
-pylogsink.set_log_destination("logging")
-pylogsink.crash({kind!r})
+pylogsink.runtime.set_log_destination("logging")
+pylogsink.runtime.crash({kind!r})
 """
 
 
@@ -82,7 +82,7 @@ def test_an_unknown_crash_is_refused() -> None:
     import pylogsink
 
     with pytest.raises(ValueError, match='unknown crash "boom"'):
-        pylogsink.crash("boom")  # type: ignore[arg-type]
+        pylogsink.runtime.crash("boom")  # type: ignore[arg-type]
 
 
 # A call that kept more than its budget, then crashed: the note that
@@ -134,7 +134,7 @@ def test_a_crash_after_an_overflowed_call_writes_the_note_first(kind: str, code:
 
 CRASH_WHILE_DELIVERING = """
 import logging, time, pylogsink
-pylogsink.set_log_destination("logging")
+pylogsink.runtime.set_log_destination("logging")
 
 class Slow(logging.Handler):
     # A network handler: 20 ms a record.
@@ -144,9 +144,9 @@ class Slow(logging.Handler):
 
 logging.getLogger().addHandler(Slow())
 logging.getLogger().setLevel(logging.INFO)
-pylogsink.start_background_logger(50).join()
+pylogsink.runtime.start_background_logger(50).join()
 time.sleep(0.3)  # pylogsink's thread is handing them over, one by one
-pylogsink.crash({kind!r})
+pylogsink.runtime.crash({kind!r})
 """
 
 

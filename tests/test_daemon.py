@@ -32,14 +32,14 @@ def in_daemon_thread(target, *args) -> None:  # type: ignore[no-untyped-def]
 def test_capsys_holds_a_daemon_threads_lines_once_it_is_joined(
     capsys: pytest.CaptureFixture[str], detach: bool
 ) -> None:
-    in_daemon_thread(pylogsink.log_lines, 50, "info", 100, detach)
+    in_daemon_thread(pylogsink.runtime.log_lines, 50, "info", 100, detach)
     assert len(records(capsys.readouterr().err)) == 50
 
 
 def test_redirect_stderr_holds_a_long_daemon_calls_lines_in_order() -> None:
     buf = io.StringIO()
     with contextlib.redirect_stderr(buf):
-        in_daemon_thread(pylogsink.log_slowly, 20, 0.02)
+        in_daemon_thread(pylogsink.runtime.log_slowly, 20, 0.02)
     got = [r.split("] ", 1)[1] for r in records(buf.getvalue())]
     assert got == [f"slow line {i}" for i in range(20)]
 
@@ -49,8 +49,8 @@ def test_caplog_holds_a_daemon_threads_records_once_it_is_joined(
     caplog: pytest.LogCaptureFixture, count: int
 ) -> None:
     caplog.set_level(logging.INFO, logger=DEMO)
-    with logging_destination(pylogsink):
-        in_daemon_thread(pylogsink.log_lines, count, "info", 100)
+    with logging_destination(pylogsink.runtime):
+        in_daemon_thread(pylogsink.runtime.log_lines, count, "info", 100)
         got = [r for r in caplog.records if r.name == DEMO]
     assert len(got) == count
     assert {r.threadName for r in got} != {"pylogsink-logging"}, "the daemon thread's name, not the deliverer's"
@@ -79,7 +79,7 @@ def test_the_daemon_rule_keys_on_the_cpython_version(destination: str, caplog: p
             writers.append(threading.current_thread().name)
 
     def in_a_named_daemon_thread() -> None:
-        thread = threading.Thread(target=pylogsink.log_lines, args=(5,), name="the-daemon", daemon=True)
+        thread = threading.Thread(target=pylogsink.runtime.log_lines, args=(5,), name="the-daemon", daemon=True)
         thread.start()
         thread.join(timeout=60)
 
@@ -91,7 +91,7 @@ def test_the_daemon_rule_keys_on_the_cpython_version(destination: str, caplog: p
         logging.getLogger(DEMO).addHandler(handler)
         caplog.set_level(logging.INFO, logger=DEMO)
         try:
-            with logging_destination(pylogsink):
+            with logging_destination(pylogsink.runtime):
                 in_a_named_daemon_thread()
         finally:
             logging.getLogger(DEMO).removeHandler(handler)

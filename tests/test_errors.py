@@ -18,7 +18,7 @@ def quiet() -> contextlib.AbstractContextManager[io.StringIO]:
 
 def test_a_corrupt_identifier_raises_runtime_error_with_escapes() -> None:
     with quiet(), pytest.raises(RuntimeError) as info:
-        pylogsink.load_program(b"\xff" * 128)
+        pylogsink.runtime.load_program(b"\xff" * 128)
     assert str(info.value) == (
         "load_program: invalid program (error 0x23)\n"
         "Errors logged during the call:\n"
@@ -27,13 +27,13 @@ def test_a_corrupt_identifier_raises_runtime_error_with_escapes() -> None:
 
 
 def test_a_valid_program_loads() -> None:
-    assert pylogsink.load_program(b"ET12" + bytes(60)) == 64
+    assert pylogsink.runtime.load_program(b"ET12" + bytes(60)) == 64
 
 
 def test_a_path_cut_inside_a_character_raises_runtime_error() -> None:
     path = "/no/such/dir/" + "\u4e2d" * 60  # 3 bytes each: cut at 128 bytes
     with quiet(), pytest.raises(RuntimeError) as info:
-        pylogsink.load_file(path)
+        pylogsink.runtime.load_file(path)
     message = str(info.value)
     first = message.split("\n")[0]
     full = f"Failed to open {path}: ".encode()
@@ -45,13 +45,13 @@ def test_a_path_cut_inside_a_character_raises_runtime_error() -> None:
 @pytest.mark.parametrize("kind", [RuntimeError, IndexError, ValueError])
 def test_any_exception_type_carries_the_errors(kind: type[Exception]) -> None:
     with quiet(), pytest.raises(kind) as info:
-        pylogsink.fail(2, kind.__name__)  # type: ignore[arg-type]
+        pylogsink.runtime.fail(2, kind.__name__)  # type: ignore[arg-type]
     assert str(info.value) == "fail: 2 errors\nErrors logged during the call:\n  cause 0\n  cause 1"
 
 
 def test_errors_keep_the_first_kilobyte() -> None:
     with quiet(), pytest.raises(RuntimeError) as info:
-        pylogsink.fail(500)
+        pylogsink.runtime.fail(500)
     lines = str(info.value).split("\n")[2:]
     assert lines[0] == "  cause 0"
     body = "\n".join(line[2:] for line in lines)
@@ -69,25 +69,25 @@ def test_a_full_call_leaves_no_count_to_the_next(first: str) -> None:
     with quiet():
         if first == "raises":
             with pytest.raises(RuntimeError):
-                pylogsink.fail(500)
+                pylogsink.runtime.fail(500)
         else:
-            pylogsink.log_lines(200, "error")
+            pylogsink.runtime.log_lines(200, "error")
     with quiet(), pytest.raises(RuntimeError) as info:
-        pylogsink.fail(1)
+        pylogsink.runtime.fail(1)
     assert str(info.value) == "fail: 1 errors\nErrors logged during the call:\n  cause 0"
 
 
 def test_each_call_starts_with_no_errors() -> None:
     with quiet(), pytest.raises(RuntimeError):
-        pylogsink.fail(3)
+        pylogsink.runtime.fail(3)
     with quiet(), pytest.raises(RuntimeError) as info:
-        pylogsink.fail(1)
+        pylogsink.runtime.fail(1)
     assert "cause 1" not in str(info.value) and "cause 0" in str(info.value)
 
 
 def test_error_lines_are_also_logged() -> None:
     buf = io.StringIO()
     with contextlib.redirect_stderr(buf), pytest.raises(RuntimeError):
-        pylogsink.load_program(b"\x1b[2J")
+        pylogsink.runtime.load_program(b"\x1b[2J")
     assert "ERROR" in buf.getvalue()
     assert "Program identifier '\\x1b[2J' != expected 'ET12'" in buf.getvalue()

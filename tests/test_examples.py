@@ -58,6 +58,33 @@ def test_error_carries_the_lines(example: tuple[ModuleType, str, str], capsys: p
     assert line.endswith("] no path given") and " ERROR " in line
 
 
+def test_a_loop_holding_the_gil_shows_each_step_at_its_flush() -> None:
+    # my_runtime.train flushes at each step's end: a replaced sys.stderr
+    # gets one write per step, in order, while the call runs.
+    import my_runtime
+
+    class Recorder:
+        def __init__(self) -> None:
+            self.writes: list[str] = []
+
+        def write(self, text: str) -> int:
+            self.writes.append(text)
+            return len(text)
+
+        def flush(self) -> None:
+            pass
+
+    recorder = Recorder()
+    before, sys.stderr = sys.stderr, recorder  # type: ignore[assignment]
+    try:
+        my_runtime.train(10)
+    finally:
+        sys.stderr = before
+    progress = [records(text) for text in recorder.writes]
+    assert [len(lines) for lines in progress] == [1] * 10
+    assert [lines[0].rsplit("] ", 1)[1] for lines in progress] == [f"Progress: {10 * n}%" for n in range(1, 11)]
+
+
 def test_cpp_call_guard(capsys: pytest.CaptureFixture[str]) -> None:
     import my_cpp_runtime
 

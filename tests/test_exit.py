@@ -69,9 +69,9 @@ def test_lines_kept_by_a_thread_still_in_a_call_at_exit_are_never_lost() -> None
         atexit.register(lambda: print(repr(buf.getvalue())))
         import pylogsink
         sys.stderr = buf
-        threading.Thread(target=pylogsink.log_then_block, args=(3,), daemon=True).start()
+        threading.Thread(target=pylogsink.runtime.log_then_block, args=(3,), daemon=True).start()
         deadline = time.monotonic() + 10
-        while pylogsink.log_stats()["emitted"] < 3 and time.monotonic() < deadline:
+        while pylogsink.runtime.log_stats()["emitted"] < 3 and time.monotonic() < deadline:
             time.sleep(0.01)
         """
     )
@@ -85,7 +85,7 @@ def test_lines_queued_outside_calls_go_out_at_exit() -> None:
     done = python(
         """
         import pylogsink
-        pylogsink.start_background_logger(3).join()
+        pylogsink.runtime.start_background_logger(3).join()
         """
     )
     assert [r.split("] ")[1] for r in records(done.stderr)] == [f"background line {i}" for i in range(3)]
@@ -95,8 +95,8 @@ SLOW_HANDLER_EXIT = """
 import logging, sys, time
 import pylogsink
 
-pylogsink.set_log_destination("logging")
-pylogsink.set_log_filter("trace")
+pylogsink.runtime.set_log_destination("logging")
+pylogsink.runtime.set_log_filter("trace")
 
 class Slow(logging.Handler):
     # A network or file handler: 5 ms a record.
@@ -106,8 +106,8 @@ class Slow(logging.Handler):
 
 logging.getLogger().addHandler(Slow())
 logging.getLogger().setLevel(logging.INFO)
-pylogsink.noop_in_call()
-pylogsink.start_background_logger(2000).join()
+pylogsink.runtime.noop_in_call()
+pylogsink.runtime.start_background_logger(2000).join()
 if sys.argv[1] == "interrupt":
     raise KeyboardInterrupt
 """

@@ -50,11 +50,11 @@ def assert_whole(text: str, count: int) -> list[int]:
 
 WURLITZER = """
 import sys, time, wurlitzer, pylogsink
-pylogsink.set_sink(sys.argv[1])
+pylogsink.runtime.set_sink(sys.argv[1])
 start = time.monotonic()
 # 64 KiB: the size of a default Linux pipe, as in Jupyter.
 with wurlitzer.pipes(bufsize=65536) as (out, err):
-    pylogsink.log_lines(2622, size=100)  # 256 KiB in one call
+    pylogsink.runtime.log_lines(2622, size=100)  # 256 KiB in one call
 took = time.monotonic() - start
 sys.stdout.write(err.read())
 print("took", took)
@@ -97,10 +97,10 @@ def test_busy_terminal_returns_then_delivers() -> None:
         [sys.executable, "-c", textwrap.dedent("""
             import sys, time, pylogsink
             start = time.monotonic()
-            pylogsink.log_lines(3000, size=100)
+            pylogsink.runtime.log_lines(3000, size=100)
             print("returned after", time.monotonic() - start, flush=True)
             sys.stdin.readline()  # the reader is back
-            pylogsink.log_lines(0)  # the next call writes what waits
+            pylogsink.runtime.log_lines(0)  # the next call writes what waits
             """)],
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
@@ -134,10 +134,10 @@ def test_pipe_without_reader_for_a_while() -> None:
         """
         import time, pylogsink
         start = time.monotonic()
-        pylogsink.log_lines(3000, size=100)
+        pylogsink.runtime.log_lines(3000, size=100)
         print("took", time.monotonic() - start, flush=True)
         time.sleep(3)  # the reader is back by now
-        pylogsink.log_lines(0)  # the next call's return writes what waits
+        pylogsink.runtime.log_lines(0)  # the next call's return writes what waits
         """
     )
     time.sleep(2)  # nobody reads fd 2 for a while
@@ -148,7 +148,7 @@ def test_pipe_without_reader_for_a_while() -> None:
 
 
 def test_lines_queued_at_exit_go_out_when_the_reader_returns_soon() -> None:
-    child = popen("import pylogsink; pylogsink.log_lines(3000, size=100)")
+    child = popen("import pylogsink; pylogsink.runtime.log_lines(3000, size=100)")
     time.sleep(0.5)  # the process exits while nobody reads fd 2
     out, err = child.communicate(timeout=30)
     assert child.returncode == 0, err
@@ -164,9 +164,9 @@ def test_after_a_stall_direct_writes_resume() -> None:
         import sys, time, pylogsink
         def body():
             for _ in range(3000):
-                pylogsink.log_lines(1, size=100)
+                pylogsink.runtime.log_lines(1, size=100)
                 time.sleep(0.001)
-        pylogsink.with_callback(body)
+        pylogsink.runtime.with_callback(body)
         print("RETURNED", file=sys.stderr, flush=True)
         """
     )
@@ -196,7 +196,7 @@ def test_closed_pipe_neither_hangs_nor_crashes() -> None:
     read, write = os.pipe()
     os.close(read)
     done = subprocess.run(
-        [sys.executable, "-c", "import json, pylogsink; pylogsink.log_lines(1000); print(json.dumps(pylogsink.log_stats()))"],
+        [sys.executable, "-c", "import json, pylogsink; pylogsink.runtime.log_lines(1000); print(json.dumps(pylogsink.runtime.log_stats()))"],
         stderr=write,
         stdout=subprocess.PIPE,
         text=True,
@@ -213,7 +213,7 @@ def test_threads_write_whole_lines() -> None:
         """
         import threading, pylogsink
         sizes = [100, 1000, 4000, 4096, 300, 2000, 4096, 150]
-        threads = [threading.Thread(target=pylogsink.log_lines, args=(500,), kwargs={"size": s, "detach": True}) for s in sizes]
+        threads = [threading.Thread(target=pylogsink.runtime.log_lines, args=(500,), kwargs={"size": s, "detach": True}) for s in sizes]
         for t in threads: t.start()
         for t in threads: t.join()
         """

@@ -36,10 +36,10 @@ FORKS = textwrap.dedent(
     from fork_helpers import seen, to_logging
 
     destination, runs, child_budget = sys.argv[1], int(sys.argv[2]), float(sys.argv[3])
-    pylogsink.set_stall_wait(0.005)
+    pylogsink.runtime.set_stall_wait(0.005)
     if destination == "logging":
         to_logging()
-    busy = [pylogsink.start_background_logger(10**9) for _ in range(4)]
+    busy = [pylogsink.runtime.start_background_logger(10**9) for _ in range(4)]
     hung = 0
     failed = 0
     for _ in range(runs):
@@ -51,9 +51,9 @@ FORKS = textwrap.dedent(
             try:
                 if destination == "logging":
                     del seen[:]  # the parent's, copied with its memory
-                pylogsink.log_lines(3)
-                pylogsink.start_background_logger(3).join()
-                pylogsink.noop_in_call()
+                pylogsink.runtime.log_lines(3)
+                pylogsink.runtime.start_background_logger(3).join()
+                pylogsink.runtime.noop_in_call()
                 if destination == "logging":
                     # Its own thread's three records, and none that the
                     # parent's threads had waiting at the fork. Records
@@ -63,7 +63,7 @@ FORKS = textwrap.dedent(
                     give_up = time.monotonic() + 2
                     while len(background()) < 3 and time.monotonic() < give_up:
                         time.sleep(0.005)
-                    pylogsink.noop_in_call()
+                    pylogsink.runtime.noop_in_call()
                     if len(background()) != 3:
                         os._exit(3)
             except BaseException:
@@ -131,7 +131,7 @@ MULTIPROCESSING = textwrap.dedent(
     if __name__ == "__main__":
         if destination == "logging":
             to_logging()
-        busy = [pylogsink.start_background_logger(10**9) for _ in range(4)]
+        busy = [pylogsink.runtime.start_background_logger(10**9) for _ in range(4)]
         ctx = multiprocessing.get_context(method)
         results = ctx.Queue()
         procs = [ctx.Process(target=fan_out_in_a_child, args=(destination, results)) for _ in range(20)]
@@ -187,8 +187,8 @@ STREAM_FORKS = textwrap.dedent(
     # buffer lock in each record's write and flush.
     logging.basicConfig(stream=open(sys.argv[1], "w"), level=logging.INFO)
     if sys.argv[2] == "native":
-        pylogsink.set_log_destination("logging")
-        busy = [pylogsink.start_background_logger(10**9) for _ in range(4)]
+        pylogsink.runtime.set_log_destination("logging")
+        busy = [pylogsink.runtime.start_background_logger(10**9) for _ in range(4)]
     else:
         # Plain Python: threads of the program's own in the same write.
         def chatter():
@@ -267,8 +267,8 @@ LEFTOVERS = textwrap.dedent(
             return len(text)
 
     logging.basicConfig(stream=Slow(), level=logging.INFO)
-    pylogsink.set_log_destination("logging")
-    busy = [pylogsink.start_background_logger(10**9) for _ in range(2)]
+    pylogsink.runtime.set_log_destination("logging")
+    busy = [pylogsink.runtime.start_background_logger(10**9) for _ in range(2)]
     stop = threading.Event()
 
     def writer():
@@ -278,7 +278,7 @@ LEFTOVERS = textwrap.dedent(
 
     def caller():
         while not stop.is_set():
-            pylogsink.log_lines(20)
+            pylogsink.runtime.log_lines(20)
 
     read, write = os.pipe()
     sys.stdout = Slow()
@@ -329,7 +329,7 @@ WORKER_EXIT = textwrap.dedent(
     destination, method, folder = sys.argv[1:]
     if __name__ == "__main__":
         if destination == "logging":
-            pylogsink.set_log_destination("logging")
+            pylogsink.runtime.set_log_destination("logging")
         ctx = multiprocessing.get_context(method)
         paths = [f"{folder}/worker-{i}.log" for i in range(10)]
         procs = [ctx.Process(target=log_then_return, args=(destination, path)) for path in paths]
@@ -375,22 +375,22 @@ def test_the_child_gets_nothing_the_parent_had_waiting() -> None:
         # This thread keeps the GIL (no switch for 100 s, no blocking call),
         # so the five records still wait, undelivered, when it forks.
         sys.setswitchinterval(100)
-        pylogsink.start_background_logger(5)
-        before = pylogsink.log_stats()["emitted"]
-        while pylogsink.log_stats()["emitted"] < before + 5:
+        pylogsink.runtime.start_background_logger(5)
+        before = pylogsink.runtime.log_stats()["emitted"]
+        while pylogsink.runtime.log_stats()["emitted"] < before + 5:
             pass
         pid = os.fork()
         if pid == 0:
             sys.setswitchinterval(0.005)
             del seen[:]
-            pylogsink.noop_in_call()
+            pylogsink.runtime.noop_in_call()
             os._exit(10 + len([m for m in seen if m.startswith("background line")]))
         sys.setswitchinterval(0.005)
         _, status = os.waitpid(pid, 0)
         background = lambda: [m for m in seen if m.startswith("background line")]
         give_up = time.monotonic() + 5
         while len(background()) < 5 and time.monotonic() < give_up:
-            pylogsink.noop_in_call()
+            pylogsink.runtime.noop_in_call()
             time.sleep(0.005)
         print(os.waitstatus_to_exitcode(status), len(background()))
         """
@@ -415,11 +415,11 @@ def test_a_child_delivers_its_native_threads_records_with_no_call_made() -> None
         from fork_helpers import seen, to_logging
 
         to_logging()
-        pylogsink.noop_in_call()
+        pylogsink.runtime.noop_in_call()
         pid = os.fork()
         if pid == 0:
             del seen[:]
-            pylogsink.start_background_logger(3).join()
+            pylogsink.runtime.start_background_logger(3).join()
             deadline = time.monotonic() + 5
             while len(seen) < 3 and time.monotonic() < deadline:
                 time.sleep(0.01)  # no call is made meanwhile

@@ -24,7 +24,7 @@ INTERESTING = sorted(
 
 def check(data: bytes) -> None:
     expected = data.decode("utf-8", "backslashreplace")
-    got = pylogsink.backslashreplace(data)
+    got = pylogsink.runtime.backslashreplace(data)
     assert got == expected, (data, got, expected)
 
 

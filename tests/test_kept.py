@@ -17,7 +17,7 @@ def test_a_call_that_logs_1_mib_keeps_its_newest_64_kib_and_one_note() -> None:
     count = 10486  # 100-byte lines: 1 MiB
     buf = io.StringIO()
     with contextlib.redirect_stderr(buf):
-        logged = pylogsink.log_lines(count, size=100)
+        logged = pylogsink.runtime.log_lines(count, size=100)
     assert logged == count * 100
     text = buf.getvalue()
     lines = text.splitlines(keepends=True)
@@ -37,7 +37,7 @@ def test_a_call_that_logs_1_mib_keeps_its_newest_64_kib_and_one_note() -> None:
 def test_a_line_larger_than_the_cap_is_cut_and_noted() -> None:
     buf = io.StringIO()
     with contextlib.redirect_stderr(buf):
-        pylogsink.log_raw(b"x" * (200 * 1024))
+        pylogsink.runtime.log_raw(b"x" * (200 * 1024))
     text = buf.getvalue()
     note, record = text.split("\n", 1)
     assert re.fullmatch(r"\[pylogsink\] 1 line longer than 64 KiB cut: \d+ bytes left out", note)

@@ -47,8 +47,8 @@ def test_the_stderr_budget_counts_what_its_notes_say() -> None:
         buf = io.StringIO()
         with contextlib.redirect_stderr(buf):
             for n in {COUNTS}:
-                pylogsink.log_lines(n, size=100)
-        print(json.dumps({{"text": buf.getvalue(), **pylogsink.log_stats()}}))
+                pylogsink.runtime.log_lines(n, size=100)
+        print(json.dumps({{"text": buf.getvalue(), **pylogsink.runtime.log_stats()}}))
         """,
         env=child_env(),
     )
@@ -80,13 +80,13 @@ class Count(logging.Handler):
             counts["records"] += 1
 
 def report():
-    sys.stdout.write(json.dumps({**counts, **pylogsink.log_stats()}) + "\n")
+    sys.stdout.write(json.dumps({**counts, **pylogsink.runtime.log_stats()}) + "\n")
 
 atexit.register(report)
 logging.getLogger().addHandler(Count())
 logging.getLogger().setLevel(logging.INFO)
-pylogsink.set_log_destination("logging")
-pylogsink.noop_in_call()
+pylogsink.runtime.set_log_destination("logging")
+pylogsink.runtime.noop_in_call()
 """
 
 
@@ -95,7 +95,7 @@ def test_the_logging_budget_of_a_call_counts_what_its_notes_say() -> None:
         COUNTING_HANDLER
         + f"""
 for n in {RECORD_COUNTS}:
-    pylogsink.log_lines(n, size=100)
+    pylogsink.runtime.log_lines(n, size=100)
 """,
         env=child_env(),
     )
@@ -113,7 +113,7 @@ def test_the_builder_sets_the_logging_budget() -> None:
     done = python(
         COUNTING_HANDLER
         + """
-pylogsink.log_lines(500, size=100)
+pylogsink.runtime.log_lines(500, size=100)
 """,
         env={**child_env(), "PYLOGSINK_DEMO_LOGGING_BUDGET": "100,1000000"},
     )
@@ -133,7 +133,7 @@ def test_a_million_records_outside_any_call_count_what_the_notes_say() -> None:
     done = python(
         COUNTING_HANDLER
         + f"""
-pylogsink.start_background_logger({count}).join()
+pylogsink.runtime.start_background_logger({count}).join()
 """,
         timeout=120,
         env=child_env(),
@@ -158,10 +158,10 @@ def test_the_process_queue_counts_what_its_notes_say() -> None:
     child = popen(
         f"""
         import json, sys, time, pylogsink
-        pylogsink.start_background_logger({count}).join()
+        pylogsink.runtime.start_background_logger({count}).join()
         time.sleep(2)
-        pylogsink.log_lines(0)
-        print(json.dumps(pylogsink.log_stats()), flush=True)
+        pylogsink.runtime.log_lines(0)
+        print(json.dumps(pylogsink.runtime.log_stats()), flush=True)
         """,
         env=child_env(),
     )

@@ -52,7 +52,7 @@ def seen() -> Iterator[Seen]:
     logger.addHandler(handler)
     logger.setLevel(logging.INFO)
     try:
-        with logging_destination(pylogsink):
+        with logging_destination(pylogsink.runtime):
             yield handler
     finally:
         logger.removeHandler(handler)
@@ -60,7 +60,7 @@ def seen() -> Iterator[Seen]:
 
 
 def test_a_long_call_with_the_gil_released_delivers_while_it_runs(seen: Seen) -> None:
-    pylogsink.log_slowly(30, 0.05)  # 1.5 s
+    pylogsink.runtime.log_slowly(30, 0.05)  # 1.5 s
     messages = [m for _, m, _ in seen.got]
     assert messages == [f"slow line {i}" for i in range(30)], "all, in order, once"
     # Handed over live: well before the return, which comes 1.5 s after
@@ -72,7 +72,7 @@ def test_a_long_call_with_the_gil_released_delivers_while_it_runs(seen: Seen) ->
 
 
 def test_a_call_that_holds_the_gil_delivers_at_its_return(seen: Seen) -> None:
-    pylogsink.log_slowly(10, 0.02, detach=False)
+    pylogsink.runtime.log_slowly(10, 0.02, detach=False)
     assert [m for _, m, _ in seen.got] == [f"slow line {i}" for i in range(10)]
     # The first line waited for the whole call (0.2 s), the last very little.
     assert seen.got[0][0] >= 0.17, "none before the return"
@@ -81,7 +81,7 @@ def test_a_call_that_holds_the_gil_delivers_at_its_return(seen: Seen) -> None:
 def test_records_delivered_live_see_the_callers_context(seen: Seen) -> None:
     token = REQUEST.set("req-42")
     try:
-        pylogsink.log_slowly(20, 0.02)
+        pylogsink.runtime.log_slowly(20, 0.02)
     finally:
         REQUEST.reset(token)
     assert [r for _, _, r in seen.got] == ["req-42"] * 20
@@ -93,12 +93,12 @@ def test_order_holds_with_a_slow_handler_and_a_fast_call(seen: Seen) -> None:
     call that logs faster than that: the thread's live deliveries and the
     return's share the records without reordering or repeating any."""
     seen.delay = 0.001
-    pylogsink.log_slowly(400, 0.0005)
+    pylogsink.runtime.log_slowly(400, 0.0005)
     assert [m for _, m, _ in seen.got] == [f"slow line {i}" for i in range(400)]
 
 
 def test_each_thread_keeps_its_own_order_when_several_calls_run_at_once(seen: Seen) -> None:
-    threads = [threading.Thread(target=pylogsink.log_slowly, args=(50, 0.002)) for _ in range(4)]
+    threads = [threading.Thread(target=pylogsink.runtime.log_slowly, args=(50, 0.002)) for _ in range(4)]
     for t in threads:
         t.start()
     for t in threads:
@@ -140,7 +140,7 @@ class Recorder:
 def test_a_replaced_stderr_gets_a_long_calls_lines_while_it_runs() -> None:
     stream = Recorder()
     with contextlib.redirect_stderr(stream):
-        pylogsink.log_slowly(30, 0.05)  # 1.5 s, the GIL released
+        pylogsink.runtime.log_slowly(30, 0.05)  # 1.5 s, the GIL released
     assert stream.lines() == [f"slow line {i}" for i in range(30)], "all, in order, once"
     # Written live: well before the return, which comes 1.5 s after the
     # first line.
@@ -150,14 +150,14 @@ def test_a_replaced_stderr_gets_a_long_calls_lines_while_it_runs() -> None:
 def test_a_replaced_stderr_gets_the_lines_of_a_call_holding_the_gil_at_its_return() -> None:
     stream = Recorder()
     with contextlib.redirect_stderr(stream):
-        pylogsink.log_slowly(10, 0.02, detach=False)
+        pylogsink.runtime.log_slowly(10, 0.02, detach=False)
     assert stream.lines() == [f"slow line {i}" for i in range(10)]
     # The first line waited for the whole call (0.2 s): none before the return.
     assert stream.waited[0] >= 0.17, stream.waited
 
 
 def test_capsys_gets_every_line_of_a_long_call_once(capsys: pytest.CaptureFixture[str]) -> None:
-    pylogsink.log_slowly(200, 0.001)
+    pylogsink.runtime.log_slowly(200, 0.001)
     err = capsys.readouterr().err
     assert [line.split("] ", 1)[1] for line in err.splitlines()] == [f"slow line {i}" for i in range(200)]
 
@@ -173,11 +173,11 @@ def test_a_native_thread_outside_any_call_follows_a_stream_replaced_while_no_cal
         """
         import contextlib, io, sys, time, pylogsink
         with contextlib.redirect_stderr(io.StringIO()):
-            pylogsink.noop_in_call()
-        pylogsink.noop_in_call()
+            pylogsink.runtime.noop_in_call()
+        pylogsink.runtime.noop_in_call()
         buf = io.StringIO()
         sys.stderr = buf
-        logger = pylogsink.start_background_logger(100, 0.01)
+        logger = pylogsink.runtime.start_background_logger(100, 0.01)
         time.sleep(1.5)
         sys.stderr = sys.__stderr__
         logger.join()
@@ -200,9 +200,9 @@ def test_pylogsink_thread_does_not_wake_while_idle() -> None:
     done = python(
         """
         import logging, threading, time, pylogsink
-        pylogsink.set_log_destination("logging")
+        pylogsink.runtime.set_log_destination("logging")
         logging.getLogger().setLevel(logging.INFO)
-        pylogsink.log_lines(3)
+        pylogsink.runtime.log_lines(3)
         time.sleep(0.3)
         (thread,) = [t for t in threading.enumerate() if t.name == "pylogsink-logging"]
         def switches():
@@ -225,13 +225,13 @@ class Keep(logging.Handler):
         handled.append(record.getMessage())
 logging.getLogger().addHandler(Keep())
 logging.getLogger().setLevel(logging.INFO)
-pylogsink.set_log_destination("logging")
-pylogsink.log_slowly(1, 0.0, detach=False)
+pylogsink.runtime.set_log_destination("logging")
+pylogsink.runtime.log_slowly(1, 0.0, detach=False)
 time.sleep(0.3)
-before = pylogsink.log_stats()["python_wakes"]
+before = pylogsink.runtime.log_stats()["python_wakes"]
 for _ in range({calls}):
-    pylogsink.log_slowly({lines}, {interval}, detach={detach})
-print(pylogsink.log_stats()["python_wakes"] - before, len(handled))
+    pylogsink.runtime.log_slowly({lines}, {interval}, detach={detach})
+print(pylogsink.runtime.log_stats()["python_wakes"] - before, len(handled))
 """
 
 
@@ -313,9 +313,9 @@ def test_a_native_thread_follows_redirect_stderr_with_no_call_made(force_color: 
         import contextlib, io, json, time, pylogsink
         buf = io.StringIO()
         with contextlib.redirect_stderr(buf):
-            pylogsink.start_background_logger(10, 0.02).join()
+            pylogsink.runtime.start_background_logger(10, 0.02).join()
             time.sleep(0.2)
-        print(json.dumps([buf.getvalue(), pylogsink.stderr_check()]))
+        print(json.dumps([buf.getvalue(), pylogsink.runtime.stderr_check()]))
         """,
         env=env,
     )
@@ -348,12 +348,12 @@ class Keep(logging.Handler):
         arrived.append((time.monotonic(), record.getMessage()))
 
 if sys.argv[1] == "logging":
-    pylogsink.set_log_destination("logging")
+    pylogsink.runtime.set_log_destination("logging")
     logging.getLogger().addHandler(Keep())
     logging.getLogger().setLevel(logging.INFO)
 else:
     sys.stderr = Timed()
-pylogsink.log_slowly(60, 0.02, detach=False, flush=sys.argv[2] == "flush")
+pylogsink.runtime.log_slowly(60, 0.02, detach=False, flush=sys.argv[2] == "flush")
 returned = time.monotonic()
 sys.stderr = sys.__stderr__
 lines = [line.split("] ", 1)[-1] for _, line in arrived]
@@ -393,7 +393,7 @@ def test_flush_raises_a_pending_keyboard_interrupt_after_the_lines() -> None:
         sys.stderr = buf
         signal.setitimer(signal.ITIMER_REAL, 0.3)
         try:
-            pylogsink.log_slowly(100, 0.02, detach=False, flush=True)
+            pylogsink.runtime.log_slowly(100, 0.02, detach=False, flush=True)
             outcome = "returned"
         except KeyboardInterrupt as e:
             outcome = repr(e)

@@ -42,7 +42,7 @@ def source_line(text: str) -> int:
 @pytest.fixture
 def demo() -> Iterator[None]:
     """The demo runtime with the ``logging`` destination."""
-    with logging_destination(pylogsink):
+    with logging_destination(pylogsink.runtime):
         yield
 
 
@@ -68,10 +68,10 @@ def child_env(**extra: str) -> dict[str, str]:
 
 
 def test_the_destination_is_stderr_until_chosen_and_bad_names_are_refused() -> None:
-    assert pylogsink.log_destination() == "stderr"
+    assert pylogsink.runtime.log_destination() == "stderr"
     with pytest.raises(ValueError, match=r'unknown log destination "file": expected "logging" or "stderr"'):
-        pylogsink.set_log_destination("file")  # type: ignore[arg-type]
-    assert pylogsink.log_destination() == "stderr"
+        pylogsink.runtime.set_log_destination("file")  # type: ignore[arg-type]
+    assert pylogsink.runtime.log_destination() == "stderr"
 
 
 @pytest.mark.parametrize("prefix", ["", "native"])
@@ -100,10 +100,10 @@ def test_caplog_gets_the_demo_runtimes_records_with_names_levels_lines_and_messa
     caplog: pytest.LogCaptureFixture, demo: None
 ) -> None:
     caplog.set_level(5)
-    pylogsink.log_lines(2, "debug", size=0)
-    pylogsink.log_lines(1, "trace", size=0)
-    pylogsink.log_lines(1, "warn", size=0)
-    pylogsink.log_lines(1, "error", size=0)
+    pylogsink.runtime.log_lines(2, "debug", size=0)
+    pylogsink.runtime.log_lines(1, "trace", size=0)
+    pylogsink.runtime.log_lines(1, "warn", size=0)
+    pylogsink.runtime.log_lines(1, "error", size=0)
     got = of(caplog, DEMO)
     assert [(r.name, r.levelno, r.levelname) for r in got] == [
         (DEMO, 10, "DEBUG"),
@@ -128,7 +128,7 @@ def test_messages_are_escaped_as_on_stderr_and_never_percent_formatted(
     caplog: pytest.LogCaptureFixture, demo: None
 ) -> None:
     caplog.set_level(logging.INFO)
-    pylogsink.log_raw(b"100% sure %s %(name)s \xff\x1b[31m")
+    pylogsink.runtime.log_raw(b"100% sure %s %(name)s \xff\x1b[31m")
     (got,) = of(caplog, DEMO)
     assert got.getMessage() == r"100% sure %s %(name)s \xff\x1b[31m"
 
@@ -150,11 +150,11 @@ def test_created_is_when_it_was_logged_and_thread_is_who_logged_it(
 ) -> None:
     caplog.set_level(logging.INFO)
     before = time.time()
-    pylogsink.log_then_hang(1, 0.3)  # logs, then holds the call for 0.3 s
-    worker = threading.Thread(target=pylogsink.log_lines, args=(1,), name="worker-7")
+    pylogsink.runtime.log_then_hang(1, 0.3)  # logs, then holds the call for 0.3 s
+    worker = threading.Thread(target=pylogsink.runtime.log_lines, args=(1,), name="worker-7")
     worker.start()
     worker.join()
-    pylogsink.start_background_logger(1).join()
+    pylogsink.runtime.start_background_logger(1).join()
     # The background thread's record arrives without a call.
     wait_until(lambda: len(of(caplog, DEMO)) == 3, what="the native thread's record")
     hung, from_worker, native = of(caplog, DEMO)
@@ -170,7 +170,7 @@ def test_created_is_when_it_was_logged_and_thread_is_who_logged_it(
 
 def test_a_named_native_thread_keeps_its_name(caplog: pytest.LogCaptureFixture, demo: None) -> None:
     caplog.set_level(logging.INFO)
-    pylogsink.start_background_logger(1, name="loader-3").join()
+    pylogsink.runtime.start_background_logger(1, name="loader-3").join()
     wait_until(lambda: len(of(caplog, DEMO)) == 1, what="the native thread's record")
     (record,) = of(caplog, DEMO)
     assert record.threadName == "loader-3"
@@ -189,7 +189,7 @@ def test_a_users_handler_filters_and_propagation_apply(demo: None) -> None:
     parent.addHandler(handler)
     parent.setLevel(logging.DEBUG)
     try:
-        pylogsink.log_lines(3, "debug", size=0)
+        pylogsink.runtime.log_lines(3, "debug", size=0)
     finally:
         parent.removeHandler(handler)
         parent.setLevel(logging.NOTSET)
@@ -202,10 +202,10 @@ def test_basic_config_gets_them_and_nothing_reaches_fd2() -> None:
         import logging, sys
         logging.basicConfig(level=logging.DEBUG, stream=sys.stdout, format="%(name)s|%(levelname)s|%(message)s")
         import pylogsink
-        pylogsink.set_log_destination("logging")
-        pylogsink.log_lines(2, "debug", size=0)
-        pylogsink.log_lines(1, "error", size=0)
-        pylogsink.start_background_logger(1).join()
+        pylogsink.runtime.set_log_destination("logging")
+        pylogsink.runtime.log_lines(2, "debug", size=0)
+        pylogsink.runtime.log_lines(1, "error", size=0)
+        pylogsink.runtime.start_background_logger(1).join()
         """,
         env=child_env(),
     )
@@ -227,8 +227,8 @@ def test_pytest_log_level_debug_lets_caplog_see_debug_records(tmp_path: Path) ->
             import pylogsink
 
             def test_debug_records(caplog):
-                pylogsink.set_log_destination("logging")
-                pylogsink.log_lines(2, "debug", size=0)
+                pylogsink.runtime.set_log_destination("logging")
+                pylogsink.runtime.log_lines(2, "debug", size=0)
                 got = [(r.name, r.levelname) for r in caplog.records]
                 assert got == [("{DEMO}", "DEBUG")] * 2
             """
@@ -248,8 +248,8 @@ def test_fatal_lines_still_go_to_fd2_after_the_calls_waiting_records() -> None:
         import logging, sys
         logging.basicConfig(level=logging.DEBUG, stream=sys.stdout)
         import pylogsink
-        pylogsink.set_log_destination("logging")
-        pylogsink.abort_with_fatal()
+        pylogsink.runtime.set_log_destination("logging")
+        pylogsink.runtime.abort_with_fatal()
         """,
         env=child_env(),
     )
@@ -275,8 +275,8 @@ def test_a_fatal_line_outside_any_call_writes_the_records_waiting_for_logging_fi
         import logging, sys
         logging.basicConfig(level=logging.DEBUG, stream=sys.stderr, format="logging: %(levelname)s %(message)s")
         import pylogsink
-        pylogsink.set_log_destination("logging")
-        pylogsink.abort_with_fatal(on_native_thread=True)
+        pylogsink.runtime.set_log_destination("logging")
+        pylogsink.runtime.abort_with_fatal(on_native_thread=True)
         """,
         env=child_env(),
     )
@@ -292,7 +292,7 @@ def test_a_fatal_line_outside_any_call_writes_the_records_waiting_for_logging_fi
 def test_error_records_also_reach_the_calls_exception(caplog: pytest.LogCaptureFixture, demo: None) -> None:
     caplog.set_level(logging.INFO)
     with pytest.raises(RuntimeError) as info:
-        pylogsink.load_program(b"\xff" * 128)
+        pylogsink.runtime.load_program(b"\xff" * 128)
     assert str(info.value) == (
         "load_program: invalid program (error 0x23)\n"
         "Errors logged during the call:\n"
@@ -316,7 +316,7 @@ def test_an_interrupt_in_a_handler_follows_the_interrupt_rule_after_the_rest_are
     logger.setLevel(logging.INFO)
     try:
         with pytest.raises(KeyboardInterrupt):
-            pylogsink.log_lines(3, "info", size=0)
+            pylogsink.runtime.log_lines(3, "info", size=0)
     finally:
         logger.removeHandler(handler)
         logger.setLevel(logging.NOTSET)
@@ -327,15 +327,15 @@ def test_an_interrupt_in_a_handler_follows_the_interrupt_rule_after_the_rest_are
 
 
 def emitted(level: str) -> int:
-    return pylogsink.log_stats()[level]
+    return pylogsink.runtime.log_stats()[level]
 
 
 def test_a_level_change_is_seen_from_the_next_call(caplog: pytest.LogCaptureFixture, demo: None) -> None:
     caplog.set_level(logging.WARNING)
-    pylogsink.log_lines(1, "info", size=0)
+    pylogsink.runtime.log_lines(1, "info", size=0)
     assert of(caplog, DEMO) == []
     caplog.set_level(logging.DEBUG)
-    pylogsink.log_lines(1, "debug", size=0)
+    pylogsink.runtime.log_lines(1, "debug", size=0)
     assert [r.levelname for r in of(caplog, DEMO)] == ["DEBUG"]
 
 
@@ -346,20 +346,20 @@ def test_a_record_pythons_levels_refuse_is_dropped_before_it_is_kept(
     logging.disable(logging.INFO)
     try:
         before = emitted("info")
-        pylogsink.log_lines(5, "info", size=0)
+        pylogsink.runtime.log_lines(5, "info", size=0)
         assert emitted("info") == before, "logging.disable(INFO) drops INFO on the native side"
-        pylogsink.log_lines(1, "warn", size=0)
+        pylogsink.runtime.log_lines(1, "warn", size=0)
     finally:
         logging.disable(logging.NOTSET)
     logging.getLogger(DEMO).setLevel(logging.ERROR)
     try:
-        pylogsink.log_lines(1, "warn", size=0)  # learns the target's level
+        pylogsink.runtime.log_lines(1, "warn", size=0)  # learns the target's level
         before = emitted("warn")
-        pylogsink.log_lines(5, "warn", size=0)
+        pylogsink.runtime.log_lines(5, "warn", size=0)
         assert emitted("warn") == before, "the target's level is cached natively"
     finally:
         logging.getLogger(DEMO).setLevel(logging.NOTSET)
-    pylogsink.log_lines(1, "info", size=0)
+    pylogsink.runtime.log_lines(1, "info", size=0)
     assert [(r.levelname, r.getMessage()) for r in of(caplog, DEMO)] == [
         ("WARNING", "line 0000000 of 1"),
         ("INFO", "line 0000000 of 1"),
@@ -372,13 +372,13 @@ def test_the_users_directives_apply_as_well_and_the_builders_default_does_not() 
         import logging, sys
         logging.basicConfig(level=logging.DEBUG, stream=sys.stdout, format="%(levelname)s|%(message)s")
         import pylogsink
-        print(pylogsink.log_filter())  # the demo's default directive
-        pylogsink.set_log_destination("logging")
-        print(pylogsink.log_filter())
-        pylogsink.log_lines(1, "debug", size=0)
-        pylogsink.set_log_filter("warn")
-        pylogsink.log_lines(1, "info", size=0)
-        pylogsink.log_lines(1, "warn", size=0)
+        print(pylogsink.runtime.log_filter())  # the demo's default directive
+        pylogsink.runtime.set_log_destination("logging")
+        print(pylogsink.runtime.log_filter())
+        pylogsink.runtime.log_lines(1, "debug", size=0)
+        pylogsink.runtime.set_log_filter("warn")
+        pylogsink.runtime.log_lines(1, "info", size=0)
+        pylogsink.runtime.log_lines(1, "warn", size=0)
         """,
         env=child_env(),
     )
@@ -402,9 +402,9 @@ def test_a_native_thread_outside_any_call_reaches_a_handler_within_100_ms() -> N
 
         logging.getLogger().addHandler(Clock())
         logging.getLogger().setLevel(logging.INFO)
-        pylogsink.set_log_destination("logging")
-        pylogsink.noop_in_call()
-        pylogsink.start_background_logger(20, 0.02)
+        pylogsink.runtime.set_log_destination("logging")
+        pylogsink.runtime.noop_in_call()
+        pylogsink.runtime.start_background_logger(20, 0.02)
         deadline = time.monotonic() + 10
         while len(delays) < 20 and time.monotonic() < deadline:
             time.sleep(0.01)  # no call is made meanwhile
@@ -424,11 +424,11 @@ def test_at_exit_no_record_is_lost() -> None:
         import logging, sys, threading
         logging.basicConfig(level=logging.INFO, stream=sys.stdout, format="%(threadName)s|%(message)s")
         import pylogsink
-        pylogsink.set_log_destination("logging")
+        pylogsink.runtime.set_log_destination("logging")
         # Still in a call at exit: its records wait in its own buffer.
-        threading.Thread(target=pylogsink.log_then_block, args=(3,), daemon=True, name="blocked").start()
+        threading.Thread(target=pylogsink.runtime.log_then_block, args=(3,), daemon=True, name="blocked").start()
         # Outside any call, logged just before the exit.
-        pylogsink.start_background_logger(300).join()
+        pylogsink.runtime.start_background_logger(300).join()
         """,
         env=child_env(),
     )
@@ -531,13 +531,13 @@ def test_a_chatty_call_delivers_every_record_within_the_budget(caplog: pytest.Lo
     """One call of 5000 DEBUG records of 100 bytes: the budget (10,000
     records within 4 MiB) holds them all; no note."""
     caplog.set_level(logging.DEBUG)
-    before = pylogsink.log_stats()["left_out"]
-    with logging_destination(pylogsink):
-        pylogsink.log_lines(5000, "debug")
+    before = pylogsink.runtime.log_stats()["left_out"]
+    with logging_destination(pylogsink.runtime):
+        pylogsink.runtime.log_lines(5000, "debug")
     notes = [r.getMessage() for r in caplog.records if "left out here" in r.getMessage()]
     assert notes == []
     assert len(of(caplog, DEMO)) == 5000
-    assert pylogsink.log_stats()["left_out"] == before
+    assert pylogsink.runtime.log_stats()["left_out"] == before
 
 
 def test_records_left_out_are_counted_and_the_note_says_how_many(caplog: pytest.LogCaptureFixture) -> None:
@@ -546,10 +546,10 @@ def test_records_left_out_are_counted_and_the_note_says_how_many(caplog: pytest.
     what ``left_out`` grows by, and with the records delivered it adds up
     to what was logged."""
     caplog.set_level(logging.DEBUG)
-    before = pylogsink.log_stats()["left_out"]
-    with logging_destination(pylogsink):
-        pylogsink.log_lines(12_000, "debug")
-    after = pylogsink.log_stats()["left_out"]
+    before = pylogsink.runtime.log_stats()["left_out"]
+    with logging_destination(pylogsink.runtime):
+        pylogsink.runtime.log_lines(12_000, "debug")
+    after = pylogsink.runtime.log_stats()["left_out"]
     notes = [r.getMessage() for r in caplog.records if "left out here" in r.getMessage()]
     delivered = [r for r in of(caplog, DEMO)]
     assert len(notes) == 1, notes

@@ -10,6 +10,7 @@ import inspect
 import re
 import subprocess
 import sys
+import types
 from pathlib import Path
 
 import pytest
@@ -70,6 +71,7 @@ def test_stub_matches_the_native_module() -> None:
     # the stub, the rest in Python.
     typed_in_python = {"get_cmake_dir", "get_include", "get_library", "get_link_args", "capture_output"}
     assert set(pylogsink.__all__) <= set(stub) | typed_in_python
+    assert set(pylogsink.runtime.__all__) <= set(stub)
 
 
 def test_python_m_pylogsink_runs_the_demo() -> None:
@@ -132,3 +134,20 @@ def test_the_declared_cpythons_are_the_tested_ones() -> None:
     floor = "abi3-py" + tested[0].replace(".", "")
     for manifest in ["crates/pylogsink-py/Cargo.toml", "crates/pylogsink-c/Cargo.toml"]:
         assert re.findall(r"abi3-py\d+", (ROOT / manifest).read_text()) == [floor], manifest
+
+
+def test_dir_shows_the_documented_api_and_nothing_else() -> None:
+    # docs/api.md names each function of the package with its parameters;
+    # the demo runtime stays apart, in pylogsink.runtime.
+    api = (Path(__file__).resolve().parent.parent / "docs" / "api.md").read_text()
+    documented = {
+        name: [p.strip() for p in params.split(",") if p.strip()]
+        for name, params in re.findall(r"^### `(\w+)\(([^)]*)\)`$", api, re.M)
+    }
+    shown = {
+        name: list(inspect.signature(getattr(pylogsink, name)).parameters)
+        for name in dir(pylogsink)
+        if not name.startswith("_") and not isinstance(getattr(pylogsink, name), types.ModuleType)
+    }
+    assert shown == documented
+    assert "log_lines" not in dir(pylogsink) and pylogsink.runtime.log_lines is not None

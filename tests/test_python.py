@@ -19,16 +19,16 @@ TARGET = "_pylogsink::runtime"
 
 @pytest.fixture(autouse=True)
 def restore_filter() -> Iterator[None]:
-    before = pylogsink.log_filter()
+    before = pylogsink.runtime.log_filter()
     yield
-    pylogsink.set_log_filter(before)
+    pylogsink.runtime.set_log_filter(before)
 
 
 def logged(*calls: tuple[int, str]) -> list[str]:
     buf = io.StringIO()
     with contextlib.redirect_stderr(buf):
         for count, level in calls:
-            pylogsink.log_lines(count, level)  # type: ignore[arg-type]
+            pylogsink.runtime.log_lines(count, level)  # type: ignore[arg-type]
     return records(buf.getvalue())
 
 
@@ -37,27 +37,27 @@ def level_of(record: str) -> str:
 
 
 def test_the_demo_default_is_info_and_below_it_is_dropped() -> None:
-    assert pylogsink.log_filter() == "info"
+    assert pylogsink.runtime.log_filter() == "info"
     got = logged((2, "trace"), (3, "debug"), (4, "info"), (5, "warn"))
     assert [level_of(r) for r in got] == ["INFO"] * 4 + ["WARN"] * 5
 
 
 def test_set_log_filter_changes_what_is_logged_at_once() -> None:
-    pylogsink.set_log_filter("trace")
-    assert pylogsink.log_filter() == "trace"
+    pylogsink.runtime.set_log_filter("trace")
+    assert pylogsink.runtime.log_filter() == "trace"
     got = logged((2, "trace"), (1, "debug"))
     assert [level_of(r) for r in got] == ["TRACE", "TRACE", "DEBUG"]
-    pylogsink.set_log_filter("error")
+    pylogsink.runtime.set_log_filter("error")
     assert [level_of(r) for r in logged((3, "warn"), (1, "error"))] == ["ERROR"]
 
 
 def test_a_target_directive_applies_to_the_target_and_below() -> None:
-    pylogsink.set_log_filter(f"warn,{TARGET}=debug")
+    pylogsink.runtime.set_log_filter(f"warn,{TARGET}=debug")
     assert [level_of(r) for r in logged((1, "debug"), (1, "trace"))] == ["DEBUG"]
-    pylogsink.set_log_filter("debug,_pylogsink=off")
+    pylogsink.runtime.set_log_filter("debug,_pylogsink=off")
     assert logged((1, "error")) == []
     # The longest matching target wins.
-    pylogsink.set_log_filter(f"debug,_pylogsink=off,{TARGET}=info")
+    pylogsink.runtime.set_log_filter(f"debug,_pylogsink=off,{TARGET}=info")
     assert [level_of(r) for r in logged((1, "debug"), (1, "info"))] == ["INFO"]
 
 
@@ -69,22 +69,22 @@ def test_records_name_their_target() -> None:
 
 
 def test_a_bad_directive_raises_and_changes_nothing() -> None:
-    pylogsink.set_log_filter("warn,other=debug")
+    pylogsink.runtime.set_log_filter("warn,other=debug")
     with pytest.raises(ValueError, match='"other=loud"'):
-        pylogsink.set_log_filter("info,other=loud")
-    assert pylogsink.log_filter() == "warn,other=debug"
+        pylogsink.runtime.set_log_filter("info,other=loud")
+    assert pylogsink.runtime.log_filter() == "warn,other=debug"
     with pytest.raises(ValueError, match="message patterns"):
-        pylogsink.set_log_filter("info/connect")
+        pylogsink.runtime.set_log_filter("info/connect")
     with pytest.raises(ValueError, match="no directive"):
-        pylogsink.set_log_filter("")
+        pylogsink.runtime.set_log_filter("")
     assert logged((1, "info")) == []
 
 
 def test_log_stats_counts_per_level_and_not_what_the_filter_drops() -> None:
-    pylogsink.set_log_filter("debug")
-    before = pylogsink.log_stats()
+    pylogsink.runtime.set_log_filter("debug")
+    before = pylogsink.runtime.log_stats()
     logged((5, "trace"), (4, "debug"), (3, "info"), (2, "warn"), (1, "error"))
-    after = pylogsink.log_stats()
+    after = pylogsink.runtime.log_stats()
     grew = {k: after[k] - before[k] for k in after}
     assert grew == {
         "emitted": 10, "trace": 0, "debug": 4, "info": 3, "warn": 2, "error": 1, "fatal": 0,
@@ -96,9 +96,9 @@ def test_fatal_lines_pass_any_filter() -> None:
     done = python(
         """
         import pylogsink
-        pylogsink.set_log_filter("off")
-        pylogsink.log_lines(3, "error")
-        pylogsink.abort_with_fatal()
+        pylogsink.runtime.set_log_filter("off")
+        pylogsink.runtime.log_lines(3, "error")
+        pylogsink.runtime.abort_with_fatal()
         """,
         env={**os.environ, "PYLOGSINK_LOG": ""},
     )
@@ -108,7 +108,7 @@ def test_fatal_lines_pass_any_filter() -> None:
 
 
 def test_the_environment_sets_the_filter_at_import() -> None:
-    code = "import pylogsink; print(pylogsink.log_filter()); pylogsink.log_lines(1, 'debug')"
+    code = "import pylogsink; print(pylogsink.runtime.log_filter()); pylogsink.runtime.log_lines(1, 'debug')"
     env = {k: v for k, v in os.environ.items() if k != "PYTEST_CURRENT_TEST"}
     done = python(code, env={**env, "PYLOGSINK_LOG": "debug"})
     assert done.stdout.split() == ["debug"]

@@ -18,7 +18,7 @@ from conftest import popen, python, records
 def test_fatal_line_writes_the_kept_lines_first_then_aborts() -> None:
     # sys.stderr is replaced, so the Error line is kept when the Fatal line
     # comes; both must reach fd 2 before the abort.
-    done = python("import io, sys, pylogsink; sys.stderr = io.StringIO(); pylogsink.abort_with_fatal()")
+    done = python("import io, sys, pylogsink; sys.stderr = io.StringIO(); pylogsink.runtime.abort_with_fatal()")
     assert done.returncode == -signal.SIGABRT
     got = [(r.split()[1], r.split("] ")[1]) for r in records(done.stderr)]
     assert got == [
@@ -35,10 +35,10 @@ def test_outside_a_call_a_stalled_fd2_never_blocks_the_thread_long() -> None:
         """
         import time, pylogsink
         start = time.monotonic()
-        pylogsink.start_background_logger(2000).join()
+        pylogsink.runtime.start_background_logger(2000).join()
         print("took", time.monotonic() - start, flush=True)
         time.sleep(2)
-        pylogsink.log_lines(0)
+        pylogsink.runtime.log_lines(0)
         """
     )
     time.sleep(1.5)
@@ -54,13 +54,13 @@ def test_outside_a_call_a_stalled_fd2_never_blocks_the_thread_long() -> None:
 
 
 def test_every_line_is_written_or_counted(capsys: object) -> None:
-    before = pylogsink.log_stats()
+    before = pylogsink.runtime.log_stats()
     buf = io.StringIO()
     counts = [1, 700, 5, 3000, 42]
     with contextlib.redirect_stderr(buf):
         for n in counts:
-            pylogsink.log_lines(n, size=100)
-    after = pylogsink.log_stats()
+            pylogsink.runtime.log_lines(n, size=100)
+    after = pylogsink.runtime.log_stats()
     text = buf.getvalue()
     noted = sum(int(line.split()[1]) for line in text.splitlines() if line.startswith("[pylogsink]"))
     assert after["emitted"] - before["emitted"] == sum(counts)
@@ -75,9 +75,9 @@ def test_the_queue_goes_out_at_the_next_calls_return() -> None:
     child = popen(
         """
         import sys, time, pylogsink
-        pylogsink.start_background_logger(2000).join()
+        pylogsink.runtime.start_background_logger(2000).join()
         sys.stdin.readline()  # the reader is back
-        pylogsink.log_lines(0)
+        pylogsink.runtime.log_lines(0)
         print("returned", flush=True)
         time.sleep(60)
         """,

@@ -41,7 +41,7 @@ def assert_every_line_in_order(found: dict[int, list[int]]) -> None:
 
 
 def test_capsys_receives_every_workers_lines_in_order(capsys: pytest.CaptureFixture[str]) -> None:
-    pylogsink.fan_out(WORKERS, LINES)
+    pylogsink.runtime.fan_out(WORKERS, LINES)
     assert_every_line_in_order(per_worker(capsys.readouterr().err))
 
 
@@ -49,7 +49,7 @@ def test_without_attach_the_workers_lines_still_reach_capsys(capsys: pytest.Capt
     # Outside any call while sys.stderr is replaced: pylogsink's thread
     # writes them to it (the call's return writes what it has not yet),
     # each worker's in order, but not among the call's own lines.
-    pylogsink.fan_out(WORKERS, LINES, attach=False)
+    pylogsink.runtime.fan_out(WORKERS, LINES, attach=False)
     assert_every_line_in_order(per_worker(capsys.readouterr().err))
 
 
@@ -62,7 +62,7 @@ def test_without_attach_the_workers_lines_reach_capsys_before_the_return(
     during: list[str] = []
     watcher = threading.Timer(0.6, lambda: during.append(stream.getvalue()))
     watcher.start()
-    pylogsink.fan_out(WORKERS, LINES, attach=False, hang=1.0)
+    pylogsink.runtime.fan_out(WORKERS, LINES, attach=False, hang=1.0)
     watcher.join()
     assert_every_line_in_order(per_worker(during[0]))
     assert_every_line_in_order(per_worker(capsys.readouterr().err))
@@ -71,7 +71,7 @@ def test_without_attach_the_workers_lines_reach_capsys_before_the_return(
 def test_redirect_stderr_receives_every_workers_lines_when_the_call_returns() -> None:
     buf = io.StringIO()
     with contextlib.redirect_stderr(buf):
-        pylogsink.fan_out(WORKERS, LINES)
+        pylogsink.runtime.fan_out(WORKERS, LINES)
     assert_every_line_in_order(per_worker(buf.getvalue()))
     assert len(records(buf.getvalue())) == WORKERS * LINES
 
@@ -81,7 +81,7 @@ def test_unittest_buffer_holds_the_workers_lines(tmp_path: Path) -> None:
         tmp_path,
         f"""
         def test_fails(self):
-            pylogsink.fan_out({WORKERS}, {LINES})
+            pylogsink.runtime.fan_out({WORKERS}, {LINES})
             self.fail("on purpose")
         """,
     )
@@ -95,7 +95,7 @@ def test_unittest_buffer_holds_the_workers_lines(tmp_path: Path) -> None:
 
 @pytest.fixture
 def to_logging() -> Iterator[None]:
-    with logging_destination(pylogsink):
+    with logging_destination(pylogsink.runtime):
         yield
 
 
@@ -103,7 +103,7 @@ def test_the_logging_destination_receives_every_workers_records_at_the_return(
     caplog: pytest.LogCaptureFixture, to_logging: None
 ) -> None:
     caplog.set_level(logging.INFO)
-    pylogsink.fan_out(WORKERS, LINES)
+    pylogsink.runtime.fan_out(WORKERS, LINES)
     got = [r for r in caplog.records if r.getMessage().startswith("worker ")]
     text = "".join(f"] {r.getMessage()}\n" for r in got)
     assert_every_line_in_order(per_worker(text))
@@ -116,26 +116,26 @@ def test_the_logging_destination_receives_every_workers_records_at_the_return(
 def test_with_its_own_stderr_the_workers_lines_are_on_fd2_before_the_call_returns() -> None:
     # The call hangs for 60 s once its workers are done; their lines are
     # already on fd 2.
-    code = f"import pylogsink; pylogsink.fan_out({WORKERS}, {LINES}, hang=60)"
+    code = f"import pylogsink; pylogsink.runtime.fan_out({WORKERS}, {LINES}, hang=60)"
     got = lines_while_running(code, WORKERS * LINES)
     assert_every_line_in_order(per_worker("".join(got)))
 
 
 POOL_DEADLOCK = """
 import threading, pylogsink
-pylogsink.set_sink({sink!r})
+pylogsink.runtime.set_sink({sink!r})
 stop = threading.Event()
 
 def execute_until_stopped():
     while not stop.is_set():
-        pylogsink.execute()  # takes the backend lock with the GIL held
+        pylogsink.runtime.execute()  # takes the backend lock with the GIL held
 
 other = threading.Thread(target=execute_until_stopped)
 other.start()
 for _ in range(200):
     # Workers log while holding the backend lock. The two threads meet
     # within a few rounds, even on a busy machine.
-    pylogsink.fan_out(4, 25, under_backend=True)
+    pylogsink.runtime.fan_out(4, 25, under_backend=True)
 stop.set()
 other.join()
 print("done")
@@ -165,7 +165,7 @@ def test_a_worker_that_outlives_its_call_logs_as_outside_any_call(joined_inside:
         import contextlib, io, time, pylogsink
         buf = io.StringIO()
         with contextlib.redirect_stderr(buf):
-            late = pylogsink.outlive_call(3, {0.2 if joined_inside else 1.0})
+            late = pylogsink.runtime.outlive_call(3, {0.2 if joined_inside else 1.0})
             if {joined_inside}:
                 late.join()
                 time.sleep(0.5)  # pylogsink's thread writes them within 50 ms

@@ -17,4 +17,4 @@ first, *kept = out.getvalue().splitlines()
 print(first)  # [pylogsink] 195143 lines (1951430 bytes) left out here: ...
 assert first.startswith("[pylogsink] ") and "left out here" in first
 assert set(kept) == {"step done"}
-assert pylogsink.log_stats()["left_out"] + len(kept) == 300_000
+assert pylogsink.runtime.log_stats()["left_out"] + len(kept) == 300_000

@@ -4,6 +4,10 @@ def load(path: str) -> int:
     """Loads `path` (logs "loading <path>" at Info); RuntimeError for an
     empty path, with the Error lines of the call."""
 
+def train(steps: int) -> None:
+    """Runs `steps` steps holding the GIL, logging "Progress: N%" (Warn) at
+    each, shown at each step's end (pylogsink::flush)."""
+
 def set_log_filter(spec: str | None) -> None:
     """Sets which records are logged, in env_logger's syntax
     ("warn,my_runtime=debug"); ValueError names a bad directive.

@@ -50,7 +50,7 @@ def two_threads(sink: str, iterations: int, detached: bool, module: str = "pylog
     taking the lock. ``module`` is the runtime: the demo's, or another with
     the same functions (set_sink, load_method, load_method_detached,
     execute), such as the C++ one of the C ABI tests."""
-    rt = pylogsink if module == "pylogsink" else importlib.import_module(module)
+    rt = pylogsink.runtime if module == "pylogsink" else importlib.import_module(module)
     rt.set_sink(sink)
     load = rt.load_method_detached if detached else rt.load_method
     loaded = threading.Event()
@@ -103,11 +103,11 @@ def two_threads(sink: str, iterations: int, detached: bool, module: str = "pylog
 def daemon_exit(sink: str, replaced: bool, destination: str = "stderr", threads: int = 4) -> None:
     """Daemon threads keep logging inside calls while the main thread exits.
     Prints nothing: the exit status says whether the process crashed."""
-    pylogsink.set_sink(sink)
+    pylogsink.runtime.set_sink(sink)
     if destination == "logging":
         # Records start with "[", as on stderr, for the test to tell them apart.
         logging.basicConfig(level=logging.INFO, format="[%(levelname)s %(name)s] %(message)s")
-        pylogsink.set_log_destination("logging")
+        pylogsink.runtime.set_log_destination("logging")
     if replaced:
         # A writer that hands the GIL away, as a real stream does.
         sys.stderr = SlowStderr(delay=0.0001)  # type: ignore[assignment]
@@ -117,7 +117,7 @@ def daemon_exit(sink: str, replaced: bool, destination: str = "stderr", threads:
         # latter are handed over live, and both at their return.
         detach = False
         while True:
-            pylogsink.log_lines(10, size=100, detach=detach)
+            pylogsink.runtime.log_lines(10, size=100, detach=detach)
             detach = not detach
 
     for _ in range(threads):

@@ -37,7 +37,7 @@ CELLS = {
     "big": [
         SETUP + BIG,
         "with pylogsink.capture_output():\n    gil_libc.printf(b'%s', data)\n"
-        "print('stats', pylogsink.log_stats()['left_out'])\n",
+        "print('stats', pylogsink.runtime.log_stats()['left_out'])\n",
     ],
     "raw_big": [SETUP + BIG, "gil_libc.printf(b'%s', data); gil_libc.fflush(None)\n"],
     "mixed": [
@@ -47,7 +47,7 @@ CELLS = {
         "        libc.printf(b'c %d\\n', i)\n"
         "        print(f'py {i}')\n"
         "        os.write(2, b'w %d\\n' % i)\n"
-        "        pylogsink.log_and_printf(f'both {i}')\n",
+        "        pylogsink.runtime.log_and_printf(f'both {i}')\n",
     ],
     "ext": [
         SETUP + "%load_ext pylogsink\n",

@@ -25,8 +25,8 @@ logging.getLogger().setLevel(logging.INFO)
 
 def to_logging() -> None:
     """Records go to ``logging``, every level through the directives."""
-    pylogsink.set_log_destination("logging")
-    pylogsink.set_log_filter("trace")
+    pylogsink.runtime.set_log_destination("logging")
+    pylogsink.runtime.set_log_filter("trace")
 
 
 def fan_out_in_a_child(destination: str, results: Queue[tuple[int, int]]) -> None:
@@ -36,7 +36,7 @@ def fan_out_in_a_child(destination: str, results: Queue[tuple[int, int]]) -> Non
     if destination == "logging":
         to_logging()
     del seen[:]  # with fork, the parent's, copied with its memory
-    pylogsink.fan_out(4, 25)
+    pylogsink.runtime.fan_out(4, 25)
     mine = sum(1 for m in seen if m.startswith("worker "))
     results.put((mine, sum(1 for m in seen if m.startswith("background line"))))
 
@@ -52,5 +52,5 @@ def log_then_return(destination: str, path: str) -> None:
         logging.getLogger().addHandler(logging.FileHandler(path))
     else:
         sys.stderr = open(path, "w")  # noqa: SIM115 (closed by the exit)
-    pylogsink.noop_in_call()
-    pylogsink.start_background_logger(5).join()
+    pylogsink.runtime.noop_in_call()
+    pylogsink.runtime.start_background_logger(5).join()

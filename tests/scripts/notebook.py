@@ -29,9 +29,9 @@ def main() -> int:
     timeout = float(args[2]) if len(args) > 2 else 60
     cell = (
         "import pylogsink\n"
-        f"pylogsink.set_sink({sink!r})\n"
-        f"n = pylogsink.log_lines({lines}, size=100)\n"
-        "print('returned', n, pylogsink.log_stats())\n"
+        f"pylogsink.runtime.set_sink({sink!r})\n"
+        f"n = pylogsink.runtime.log_lines({lines}, size=100)\n"
+        "print('returned', n, pylogsink.runtime.log_stats())\n"
     )
     if crash:
         cell = f"import pylogsink\npylogsink.set_sink({sink!r})\npylogsink.crash('segv')\n"

@@ -17,6 +17,22 @@ fn load(py: Python<'_>, path: &str) -> PyResult<usize> {
     })
 }
 
+/// A loop that holds the GIL on purpose, as a training loop that uses
+/// Python objects at each step does: `pylogsink::flush` at each step's end
+/// hands the step's lines to a replaced `sys.stderr` (or `logging`) then,
+/// not at the return, and raises Ctrl-C's `KeyboardInterrupt` there.
+#[pyfunction]
+fn train(py: Python<'_>, steps: u32) -> PyResult<()> {
+    pylogsink::call(py, || {
+        for step in 1..=steps {
+            // ... one step, the GIL held, no lock of ours held here ...
+            log::warn!("Progress: {}%", 100 * step / steps);
+            pylogsink::flush(py)?;
+        }
+        Ok(())
+    })
+}
+
 // The function's name is the module's (the `[lib] name` in Cargo.toml):
 // Python calls `PyInit_my_runtime`. A function named otherwise needs
 // `#[pyo3(name = "my_runtime")]`.
@@ -33,5 +49,6 @@ fn my_runtime(m: &Bound<'_, PyModule>) -> PyResult<()> {
     // set_log_filter, log_filter, set_log_destination, log_destination and
     // log_stats, for the users.
     pylogsink::python::add_functions(m)?;
-    m.add_function(wrap_pyfunction!(load, m)?)
+    m.add_function(wrap_pyfunction!(load, m)?)?;
+    m.add_function(wrap_pyfunction!(train, m)?)
 }
