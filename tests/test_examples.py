@@ -136,10 +136,15 @@ def snippets(doc: Path) -> list[tuple[str, str]]:
 # (and the main one a C++ one), the chapters the rest. tests/test_docs.py
 # checks every block of every page; this, that the examples stay shown.
 SHOWN = {
-    "README.md": {"examples/pyo3-extension/src/lib.rs", "examples/pybind11-extension/src/my_cpp_runtime.cpp"},
+    "README.md": {
+        "examples/pyo3-extension/Cargo.toml",
+        "examples/pyo3-extension/src/lib.rs",
+        "examples/pybind11-extension/src/my_cpp_runtime.cpp",
+    },
     "crates/pylogsink/README.md": {"examples/pyo3-extension/src/lib.rs"},
     "docs/pyo3.md": {"examples/pyo3-extension/Cargo.toml", "examples/pyo3-extension/src/lib.rs"},
     "docs/filters.md": {"examples/pyo3-extension/my_runtime.pyi"},
+    "docs/from-pyo3-log.md": {"examples/pyo3-extension/Cargo.toml", "examples/pyo3-extension/src/lib.rs"},
     "docs/c-cpp.md": {"examples/pybind11-extension/setup.py", "examples/pybind11-extension/src/my_cpp_runtime.cpp"},
 }
 

@@ -581,3 +581,33 @@ def test_one_record_larger_than_the_budget_is_cut_with_a_note(caplog: pytest.Log
     assert re.search(r" \[pylogsink\] cut: \d+ bytes left out, more than the budget of 4194304 bytes$", message)
     cut = int(re.findall(r"cut: (\d+) bytes", message)[0])
     assert message.index(" [pylogsink]") + cut == 100_000_000
+
+
+LEVEL_CACHE = """
+import logging, os
+import pylogsink_testext as t
+if os.environ.get("PYLOGSINK_TESTEXT_LOGGER") != "pyo3-log":
+    t.set_log_destination("logging")
+got = []
+
+class Keep(logging.Handler):
+    def emit(self, record):
+        got.append(record.getMessage())
+
+logging.getLogger().addHandler(Keep())
+logging.getLogger().setLevel(logging.WARNING)  # an earlier test's level
+t.log_at("info", "app", "before")
+logging.getLogger().setLevel(logging.INFO)  # what caplog.set_level does
+t.log_at("info", "app", "after")
+print(got)
+"""
+
+
+@pytest.mark.parametrize("logger", ["pylogsink", "pyo3-log"])
+def test_a_level_lowered_later_lets_records_through_where_pyo3_log_keeps_its_cache(logger: str) -> None:
+    # pyo3-log caches each logger's level at its first record and needs a
+    # reset handle after a change: the record after setLevel never comes.
+    env = child_env(PYLOGSINK_TESTEXT_LOGGER=logger) if logger == "pyo3-log" else child_env()
+    done = python(LEVEL_CACHE, env=env)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == ("['after']" if logger == "pylogsink" else "[]")
