@@ -52,7 +52,7 @@ use pyo3::types::PyDict;
 /// are delivered before the first call is made.
 pub fn add_functions(m: &Bound<'_, PyModule>) -> PyResult<()> {
     if destination() == Destination::Logging {
-        logging::start(m.py())?;
+        crate::call::start_logging(m.py())?;
     }
     m.add_function(wrap_pyfunction!(set_log_filter, m)?)?;
     m.add_function(wrap_pyfunction!(log_filter, m)?)?;
@@ -87,7 +87,7 @@ fn set_log_destination(py: Python<'_>, name: &str) -> PyResult<()> {
     })?;
     set_destination(destination);
     if destination == Destination::Logging {
-        logging::start(py)?;
+        crate::call::start_logging(py)?;
     }
     Ok(())
 }

@@ -18,8 +18,8 @@
 //!
 //! Two atomics, no lock: nothing here can be held across the fork.
 
+use super::capture;
 use super::daemon::hand_over;
-use super::{capture, logging};
 use crate::core::capture as core_capture;
 use crate::core::live::calls_in_progress;
 use crate::core::queue::{for_stream_pending, queue_pending};
@@ -58,14 +58,12 @@ fn hooks(py: Python<'_>) -> PyResult<()> {
     let in_parent = PyCFunction::new_closure(py, Some(c"pylogsink_fork_parent"), None, |_, _| {
         ASKED.fetch_sub(1, SeqCst);
     })?;
-    let in_child = PyCFunction::new_closure(py, Some(c"pylogsink_fork_child"), None, |args, _| {
-        // The child has no thread of pylogsink's: it starts its own.
+    let in_child = PyCFunction::new_closure(py, Some(c"pylogsink_fork_child"), None, |_, _| {
+        // The child has no thread of pylogsink's (it starts its own:
+        // `logging::start_thread`).
         ASKED.store(0, SeqCst);
         BUSY.store(false, SeqCst);
         hand_over::after_fork_in_child();
-        if let Err(err) = logging::ensure_thread(args.py()) {
-            err.write_unraisable(args.py(), None);
-        }
     })?;
     let kwargs = PyDict::new(py);
     kwargs.set_item("before", before)?;

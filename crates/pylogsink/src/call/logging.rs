@@ -45,7 +45,7 @@ use crate::record::lock;
 use pyo3::prelude::*;
 use pyo3::types::{PyCFunction, PyDict, PyString, PyTuple};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, Mutex, Once, OnceLock};
 use std::time::{Duration, Instant, UNIX_EPOCH};
 
 /// What delivery needs from Python, made once.
@@ -176,20 +176,6 @@ fn set_up(py: Python<'_>, state: &State) -> PyResult<()> {
         logging.call_method1("addLevelName", (5, "TRACE"))?;
     }
     watch_levels(py, logging)?;
-    // What waits at the end is delivered then (`at_exit`).
-    super::exit::arm(py);
-    // A forked child has no thread but the one that forked: it starts a
-    // delivery thread of its own.
-    let in_child = PyCFunction::new_closure(py, Some(c"pylogsink_after_fork"), None, |args, _| {
-        if let Err(err) = ensure_thread(args.py()) {
-            err.write_unraisable(args.py(), None);
-        }
-    })?;
-    let kwargs = PyDict::new(py);
-    kwargs.set_item("after_in_child", in_child)?;
-    py.import("os")?
-        .getattr("register_at_fork")?
-        .call((), Some(&kwargs))?;
     ensure_thread(py)
 }
 
@@ -225,6 +211,7 @@ pub(crate) fn ensure_thread(py: Python<'_>) -> PyResult<()> {
 
 fn start_thread(py: Python<'_>) -> PyResult<Py<PyAny>> {
     at_fork::register(py);
+    restart_in_children(py);
     let run =
         PyCFunction::new_closure(py, Some(c"pylogsink_logging_delivery"), None, |args, _| {
             run_thread(args.py());
@@ -239,6 +226,31 @@ fn start_thread(py: Python<'_>) -> PyResult<Py<PyAny>> {
         .call((), Some(&kwargs))?;
     thread.call_method0("start")?;
     Ok(thread.unbind())
+}
+
+/// A forked child has no thread but the one that forked: it starts a
+/// delivery thread of its own, once the parent ran one. Registered once
+/// per process (a child keeps its parent's registration).
+fn restart_in_children(py: Python<'_>) {
+    static REGISTERED: Once = Once::new();
+    REGISTERED.call_once(|| {
+        let in_child =
+            PyCFunction::new_closure(py, Some(c"pylogsink_after_fork"), None, |args, _| {
+                if let Err(err) = ensure_thread(args.py()) {
+                    err.write_unraisable(args.py(), None);
+                }
+            });
+        let registered = in_child.and_then(|in_child| {
+            let kwargs = PyDict::new(py);
+            kwargs.set_item("after_in_child", in_child)?;
+            py.import("os")?
+                .getattr("register_at_fork")?
+                .call((), Some(&kwargs))
+        });
+        if let Err(err) = registered {
+            err.write_unraisable(py, None);
+        }
+    });
 }
 
 /// Hears of every change of Python's levels as it happens: `logging`

@@ -230,6 +230,14 @@ fn flush_now(py: Python<'_>, sink: Sink) -> PyResult<()> {
     }
 }
 
+/// Starts the `logging` destination's Python side (its thread, its hooks),
+/// for a destination chosen from Python before any call; what waits at
+/// the end is delivered then ([`exit`]).
+pub(crate) fn start_logging(py: Python<'_>) -> PyResult<()> {
+    exit::arm(py);
+    logging::start(py)
+}
+
 /// At [`crate::Builder::init`], with the GIL held: the lines logged
 /// outside any call follow a replaced `sys.stderr` whether or not a call
 /// was ever made, so pylogsink's Python thread, which writes them, starts
