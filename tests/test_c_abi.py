@@ -485,3 +485,42 @@ def test_a_loop_holding_the_gil_shows_its_progress_at_each_pylogsink_flush(
         assert got["first_before_return"] >= 0.5, got["first_before_return"]
     else:
         assert got["first_before_return"] < 0.1, got["first_before_return"]
+
+
+def test_printf_style_messages_are_formatted_only_when_logged_and_cut_safely(env: dict[str, str]) -> None:
+    # pylogsink_emitf (and pylogsink_vemit, for a library's va_list
+    # callback): the newline a library ends its message with is dropped; a
+    # 1 MB expansion is cut at 64 KiB with a note; hostile bytes are
+    # escaped; a record the filter drops is never formatted (its argument,
+    # the address 1, would crash vsnprintf).
+    done = run("import c_rt; c_rt.set_filter('info'); c_rt.emitf_cases(); print('returned')", env)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "returned"
+    messages = [r.split("] ", 1)[1] for r in records(done.stderr)]
+    assert len(messages) == 3, messages
+    assert messages[0] == "fits: 3 items"
+    big = messages[1]
+    assert big.startswith(" " * 1000)
+    assert len(big) <= 64 * 1024 + 64
+    assert big.endswith(f" [pylogsink] cut: {1_000_004 - 64 * 1024} bytes left out")
+    assert messages[2] == "bytes: \\xff\\xfe\\x1b[2J"
+
+
+def test_vemit_formats_within_its_buffers_under_the_sanitizers(tmp_path: Path) -> None:
+    # pylogsink_vemit's formatting alone (tests/c_abi/vemit_check.c, with
+    # stand-ins for the two functions it calls), built with AddressSanitizer
+    # and UBSan: the stack buffer's edges, the largest message kept whole,
+    # a 1 MB expansion cut with its note, a filtered record never
+    # formatted.
+    gcc = shutil.which("gcc")
+    if gcc is None:
+        pytest.skip("no gcc: the sanitizer build is skipped")
+    exe = tmp_path / "vemit_check"
+    build = subprocess.run(
+        [gcc, "-std=c99", "-Wall", "-Wextra", "-Werror", "-fsanitize=address,undefined", "-fno-sanitize-recover=all",
+         "-g", "-I", pylogsink.get_include(), str(SOURCES / "vemit_check.c"), "-o", str(exe)],
+        capture_output=True, text=True, timeout=120,
+    )
+    assert build.returncode == 0, build.stderr
+    done = subprocess.run([str(exe)], capture_output=True, text=True, timeout=60)
+    assert (done.returncode, done.stdout) == (0, "ok\n"), done.stderr

@@ -168,6 +168,23 @@ static PyObject *set_filter(PyObject *self, PyObject *arg) {
     Py_RETURN_NONE;
 }
 
+/* emitf_cases(): what a C library's printf-style log callback hands over,
+   through pylogsink_emitf in one call: a short message ending in a
+   newline, a 1 MB expansion, bytes that are not UTF-8 nor printable, and a
+   Trace record whose argument would crash if it were formatted (the
+   filter drops it first). */
+static PyObject *emitf_cases(PyObject *self, PyObject *unused) {
+    (void)self;
+    (void)unused;
+    pylogsink_call_enter();
+    pylogsink_emitf(PYLOGSINK_INFO, "clib", __FILE__, __LINE__, "fits: %d items\n", 3);
+    pylogsink_emitf(PYLOGSINK_INFO, "clib", __FILE__, __LINE__, "%1000000d|end", 7);
+    pylogsink_emitf(PYLOGSINK_INFO, "clib", __FILE__, __LINE__, "bytes: %s", "\xff\xfe\x1b[2J");
+    pylogsink_emitf(PYLOGSINK_TRACE, "clib", __FILE__, __LINE__, "%s", (const char *)1);
+    if (pylogsink_call_exit() < 0) return NULL;
+    Py_RETURN_NONE;
+}
+
 /* One worker of fan_out: attached to the call, it logs "worker W line N". */
 struct worker {
     const pylogsink_handle *call;
@@ -229,6 +246,7 @@ static PyMethodDef methods[] = {
     {"load_program", load_program, METH_VARARGS, NULL},
     {"fatal", fatal, METH_NOARGS, NULL},
     {"set_filter", set_filter, METH_O, NULL},
+    {"emitf_cases", emitf_cases, METH_NOARGS, NULL},
     {NULL, NULL, 0, NULL},
 };
 

@@ -139,6 +139,20 @@ pub unsafe extern "C" fn pylogsink_emit_n(
     let _ = catch_unwind(|| pylogsink::emit(level_of(level), &target, &file, line, message));
 }
 
+/// Whether a record of `level` from `target` would be logged, as
+/// `pylogsink::enabled`: 1 or 0. For code that formats its messages itself
+/// (`pylogsink_vemit`), so that it formats only what is logged.
+///
+/// # Safety
+///
+/// `target` is NULL or a NUL-terminated string.
+#[no_mangle]
+pub unsafe extern "C" fn pylogsink_enabled(level: c_int, target: *const c_char) -> c_int {
+    // SAFETY: the pointer is what the caller's contract says.
+    let target = unsafe { c_text(target) };
+    catch_unwind(|| c_int::from(pylogsink::enabled(level_of(level), &target))).unwrap_or(0)
+}
+
 /// Steps into a binding call, as `pylogsink::call_enter`.
 ///
 /// # Safety

@@ -25,11 +25,19 @@ use crate::record::Level;
 use log::LevelFilter;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-/// Whether a record is logged: the directives let it through and, with the
-/// `logging` destination, some Python logger may take it. Fatal lines
-/// always are.
+/// Whether a record of `level` from `target` would be logged: the
+/// directives let it through and, with the `logging` destination, some
+/// Python logger may take it. Fatal lines always are. A level compare, and
+/// the target's directives: for code that formats its messages itself (a
+/// C library's `printf`-style callback), so that it formats only what is
+/// logged.
+///
+/// ```
+/// use pylogsink::Level;
+/// assert!(pylogsink::enabled(Level::Fatal, "any::target"));
+/// ```
 #[inline]
-pub(crate) fn enabled(level: Level, target: &str) -> bool {
+pub fn enabled(level: Level, target: &str) -> bool {
     filter::enabled(level, target)
         && (level == Level::Fatal || !to_logging() || pylevels::may_take(level, target))
 }
