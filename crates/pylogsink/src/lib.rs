@@ -189,8 +189,8 @@ mod record;
 pub use builder::{init, Builder, InitError, DEFAULT_ENV};
 pub use call::{call, call_enter, call_exit, error, flush};
 pub use control::{
-    destination, enabled, filter, reset_filter, set_destination, set_filter, set_stall_wait, stall_wait,
-    Destination, FilterError, DEFAULT_FILTER,
+    destination, enabled, filter, reset_filter, set_destination, set_filter, set_stall_wait,
+    stall_wait, Destination, FilterError, DEFAULT_FILTER,
 };
 pub use core::{detach_thread, error_message, stats, Call, CallHandle, Stats, ERRORS_CAP};
 pub use front::emit::emit;
