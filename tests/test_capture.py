@@ -939,3 +939,39 @@ def test_a_reader_that_pauses_slows_the_writer_and_loses_nothing() -> None:
     assert len(lines) == 200_000
     assert lines == [b"y %d" % i for i in range(200_000)]
     assert err.decode().split() == ["left_out", "0"]
+
+
+SLOW_STREAM = """
+import os, sys, time, pylogsink
+
+class Slow:
+    # A replaced sys.stdout whose every write takes 150 ms (a busy
+    # kernel's stream): Python keeps taking the lines, slowly.
+    def __init__(self):
+        self.lines = 0
+    def write(self, text):
+        time.sleep(0.15)
+        self.lines += text.count("\\n")
+        return len(text)
+    def flush(self):
+        pass
+
+slow = Slow()
+sys.stdout = slow
+with pylogsink.capture_output(stderr=False):
+    for _ in range(60):
+        os.write(1, (b"q" * 99 + b"\\n") * 1000)  # the GIL released
+sys.stdout = sys.__stdout__
+print(slow.lines, pylogsink.runtime.log_stats()["left_out"])
+"""
+
+
+@pytest.mark.timeout(60)
+def test_a_slow_python_stream_that_keeps_taking_loses_nothing() -> None:
+    # 6 MB into a stream whose writes take longer than the 100 ms a full
+    # pipe waits for a Python that takes nothing: while Python writes what
+    # it took, the writer waits (up to 2 s) instead of lines being left
+    # out (41,651 of 60,000 were).
+    done = python(SLOW_STREAM, timeout=50)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["60000", "0"]

@@ -40,11 +40,11 @@ def main() -> int:
             "        libc.printf(b'[C] slow line %d\\n', i); libc.fflush(None); time.sleep(0.05)\n"
         )
     elif mode == "flush":
-        cell = "import pylogsink\npylogsink.log_slowly(30, 0.05, detach=False, flush=True)\n"
+        cell = "import pylogsink\npylogsink.runtime.log_slowly(30, 0.05, detach=False, flush=True)\n"
     elif mode == "outside":
-        cell = "import pylogsink\npylogsink.start_background_logger(30, 0.05).join()\n"
+        cell = "import pylogsink\npylogsink.runtime.start_background_logger(30, 0.05).join()\n"
     else:
-        cell = f"import pylogsink\npylogsink.log_slowly(30, 0.05, detach={mode == '1'})\n"
+        cell = f"import pylogsink\npylogsink.runtime.log_slowly(30, 0.05, detach={mode == '1'})\n"
     km, kc = start_new_kernel(kernel_name="python3")
     try:
         msg_id = kc.execute(cell + "print('returned', flush=True)\n")

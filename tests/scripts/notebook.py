@@ -34,7 +34,7 @@ def main() -> int:
         "print('returned', n, pylogsink.runtime.log_stats())\n"
     )
     if crash:
-        cell = f"import pylogsink\npylogsink.set_sink({sink!r})\npylogsink.crash('segv')\n"
+        cell = f"import pylogsink\npylogsink.runtime.set_sink({sink!r})\npylogsink.runtime.crash('segv')\n"
     cells = [("%%capture captured\n" if capture else "") + cell]
     if capture:
         cells.append("print(captured.stderr, end='')")

@@ -62,6 +62,10 @@ const PAUSE: Duration = Duration::from_millis(2);
 /// keeps up never costs a line.
 const ROUND: usize = BUDGET / 4;
 
+/// How long the drain thread leaves a full pipe unread while Python is
+/// writing lines it took, before it reads on and leaves lines out.
+const HANDING_PATIENCE: Duration = Duration::from_secs(2);
+
 /// The most the drain thread reads at the end of a capture: a child
 /// process that inherited the pipe may go on writing to it.
 const LAST_READ_MAX: usize = 16 * 1024 * 1024;
@@ -81,7 +85,8 @@ pub(crate) struct Stream {
     to_python: AtomicBool,
     /// Lines wait for Python.
     pending: AtomicBool,
-    /// How many times Python took lines ([`take_for_python`]).
+    /// How many times Python took lines ([`take_for_python`]) or finished
+    /// writing them ([`handed_over`]).
     takes: AtomicU64,
     /// The drain thread leaves the pipe unread until Python takes lines.
     paused: AtomicBool,
@@ -474,7 +479,10 @@ fn take(stream: &Stream) -> Taken {
 /// The lines of stream `index` that Python took last are written (or
 /// written elsewhere): the crash handler no longer needs its copy.
 pub(crate) fn handed_over(index: usize) {
-    forget_handed(&STREAMS[index]);
+    let stream = &STREAMS[index];
+    forget_handed(stream);
+    // Python is taking: a finished write counts as a take.
+    stream.takes.fetch_add(1, Ordering::Release);
 }
 
 /// [`handed_over`] for one stream.
@@ -778,14 +786,24 @@ pub(crate) fn catch_up(index: usize, left: &mut Option<usize>) -> bool {
 /// Whether to leave `stream`'s pipe unread for now: its lines fill the
 /// budget and their route does not take them ([`hold_reading`]).
 fn pause(stream: &Stream, held: &mut Option<(u64, Instant)>, now: Instant) -> bool {
-    let full = lock(&stream.waiting).kept.len_bytes() + ROUND + PARTIAL_MAX > BUDGET;
+    let waiting = lock(&stream.waiting);
+    let full = waiting.kept.len_bytes() + ROUND + PARTIAL_MAX > BUDGET;
+    // Python is writing lines it took (a slow stream, a busy kernel): it
+    // is taking, so it gets longer, though not for ever (its `write` may
+    // wait for a lock the writer holds).
+    let patience = if waiting.handed.is_empty() {
+        stall_wait()
+    } else {
+        HANDING_PATIENCE
+    };
+    drop(waiting);
     let route = if stream.to_python.load(Ordering::Relaxed) {
         CapturedTo::Python
     } else {
         CapturedTo::Original
     };
     let takes = stream.takes.load(Ordering::Acquire);
-    let paused = hold_reading(route, full, takes, held, now, stall_wait());
+    let paused = hold_reading(route, full, takes, held, now, patience);
     stream.paused.store(paused, Ordering::Release);
     paused
 }
