@@ -32,7 +32,7 @@
 
 use super::stats::count_noted;
 use crate::control::stall_wait;
-use crate::dest::capture::{hold_reading, CapturedTo, Lines, BUDGET, PARTIAL_MAX};
+use crate::dest::capture::{hold_reading, CapturedTo, Held, Lines, BUDGET, PARTIAL_MAX};
 use crate::dest::fd;
 use crate::dest::pending::queue::wake_for_calls;
 use crate::dest::{Kept, Taken};
@@ -61,10 +61,6 @@ const PAUSE: Duration = Duration::from_millis(2);
 /// lines on: a quarter of the budget, so that an original descriptor that
 /// keeps up never costs a line.
 const ROUND: usize = BUDGET / 4;
-
-/// How long the drain thread leaves a full pipe unread while Python is
-/// writing lines it took, before it reads on and leaves lines out.
-const HANDING_PATIENCE: Duration = Duration::from_secs(2);
 
 /// The most the drain thread reads at the end of a capture: a child
 /// process that inherited the pipe may go on writing to it.
@@ -511,7 +507,7 @@ pub(crate) fn write_original(index: usize, taken: Taken) {
 /// after reading the pipes empty.
 fn drain(mut reads: [RawFd; 2], control: RawFd) {
     let mut buffer = vec![0u8; 64 * 1024];
-    let mut held = [None, None];
+    let mut held = [Held::default(); 2];
     loop {
         let now = Instant::now();
         let mut wake: Option<Instant> = None;
@@ -785,17 +781,11 @@ pub(crate) fn catch_up(index: usize, left: &mut Option<usize>) -> bool {
 
 /// Whether to leave `stream`'s pipe unread for now: its lines fill the
 /// budget and their route does not take them ([`hold_reading`]).
-fn pause(stream: &Stream, held: &mut Option<(u64, Instant)>, now: Instant) -> bool {
+fn pause(stream: &Stream, held: &mut Held, now: Instant) -> bool {
     let waiting = lock(&stream.waiting);
     let full = waiting.kept.len_bytes() + ROUND + PARTIAL_MAX > BUDGET;
-    // Python is writing lines it took (a slow stream, a busy kernel): it
-    // is taking, so it gets longer, though not for ever (its `write` may
-    // wait for a lock the writer holds).
-    let patience = if waiting.handed.is_empty() {
-        stall_wait()
-    } else {
-        HANDING_PATIENCE
-    };
+    // Python writes lines it took (`handed`): it is taking.
+    let writing = !waiting.handed.is_empty();
     drop(waiting);
     let route = if stream.to_python.load(Ordering::Relaxed) {
         CapturedTo::Python
@@ -803,7 +793,7 @@ fn pause(stream: &Stream, held: &mut Option<(u64, Instant)>, now: Instant) -> bo
         CapturedTo::Original
     };
     let takes = stream.takes.load(Ordering::Acquire);
-    let paused = hold_reading(route, full, takes, held, now, patience);
+    let paused = hold_reading(route, full, takes, writing, held, now, stall_wait());
     stream.paused.store(paused, Ordering::Release);
     paused
 }

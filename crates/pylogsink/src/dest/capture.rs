@@ -64,25 +64,55 @@ pub(crate) fn hold_reading(
     route: CapturedTo,
     full: bool,
     takes: u64,
-    held: &mut Option<(u64, Instant)>,
+    writing: bool,
+    held: &mut Held,
     now: Instant,
     patience: Duration,
 ) -> bool {
+    if takes != held.takes {
+        // Python took lines: a full pipe's wait starts again.
+        held.takes = takes;
+        held.last_take = Some(now);
+        held.full_since = None;
+    }
     if !full {
-        *held = None;
+        held.full_since = None;
         return false;
     }
     if route == CapturedTo::Original {
         return true;
     }
-    match *held {
-        Some((seen, since)) if seen == takes => now.saturating_duration_since(since) < patience,
-        _ => {
-            *held = Some((takes, now));
-            true
-        }
-    }
+    let since = *held.full_since.get_or_insert(now);
+    // Python that took lines lately, or is writing lines it took, is
+    // taking, slowly (a stream whose writes are slow): it gets longer.
+    let taking = writing
+        || held
+            .last_take
+            .is_some_and(|at| now.saturating_duration_since(at) < TAKING_PATIENCE);
+    let patience = if taking {
+        patience.max(TAKING_PATIENCE)
+    } else {
+        patience
+    };
+    now.saturating_duration_since(since) < patience
 }
+
+/// What [`hold_reading`] remembers of a stream between two looks.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct Held {
+    /// Python's takes when last seen.
+    takes: u64,
+    /// When they last changed.
+    last_take: Option<Instant>,
+    /// Since when the pipe is full with that count.
+    full_since: Option<Instant>,
+}
+
+/// How long a full pipe waits for Python that took lines within as long
+/// or is writing lines it took, before lines are left out: a slow stream
+/// keeps them all, a stream whose `write` waits for a lock the writer
+/// holds costs the writer at most this.
+pub(crate) const TAKING_PATIENCE: Duration = Duration::from_secs(2);
 
 /// Cuts drained bytes into lines. Whole lines go out at once; a line that
 /// has not ended waits here until it ends, until it is [`PARTIAL_MAX`]
@@ -209,96 +239,35 @@ mod tests {
 
     #[test]
     fn a_full_pipe_waits_for_python_while_it_takes_and_no_longer() {
+        use CapturedTo::{Original, Python};
         let now = Instant::now();
-        let patience = Duration::from_millis(100);
-        let mut held = None;
-        assert!(!hold_reading(
-            CapturedTo::Python,
-            false,
-            0,
-            &mut held,
-            now,
-            patience
-        ));
-        assert!(hold_reading(
-            CapturedTo::Python,
-            true,
-            0,
-            &mut held,
-            now,
-            patience
-        ));
-        let later = now + Duration::from_millis(60);
-        assert!(hold_reading(
-            CapturedTo::Python,
-            true,
-            0,
-            &mut held,
-            later,
-            patience
-        ));
-        // Python took some: the wait starts again.
-        assert!(hold_reading(
-            CapturedTo::Python,
-            true,
-            1,
-            &mut held,
-            later,
-            patience
-        ));
-        assert!(hold_reading(
-            CapturedTo::Python,
-            true,
-            1,
-            &mut held,
-            later + Duration::from_millis(99),
-            patience
-        ));
-        // Nothing taken for the whole patience: read, and leave lines out.
-        assert!(!hold_reading(
-            CapturedTo::Python,
-            true,
-            1,
-            &mut held,
-            later + patience,
-            patience
-        ));
-        assert!(!hold_reading(
-            CapturedTo::Python,
-            true,
-            1,
-            &mut held,
-            later + 2 * patience,
-            patience
-        ));
-        assert!(!hold_reading(
-            CapturedTo::Python,
-            false,
-            1,
-            &mut held,
-            later,
-            patience
-        ));
+        let ms = Duration::from_millis;
+        let patience = ms(100);
+        let mut held = Held::default();
+        let mut hold = |route, full, takes, writing, at| {
+            hold_reading(route, full, takes, writing, &mut held, at, patience)
+        };
+        assert!(!hold(Python, false, 0, false, now));
+        assert!(hold(Python, true, 0, false, now));
+        assert!(hold(Python, true, 0, false, now + ms(60)));
+        // Nothing taken for the whole patience: read, and leave lines out
+        // (the GIL held by the writer itself).
+        assert!(!hold(Python, true, 0, false, now + patience));
+        // Python writes lines it took: it is taking.
+        assert!(hold(Python, true, 0, true, now + patience));
+        // Python took some: the wait starts again, and lasts up to
+        // TAKING_PATIENCE while takes are recent, across fills.
+        let t = now + ms(150);
+        assert!(hold(Python, true, 1, false, t));
+        assert!(hold(Python, true, 1, false, t + patience));
+        assert!(!hold(Python, false, 1, false, t + ms(300)));
+        assert!(hold(Python, true, 1, false, t + ms(300) + patience));
+        assert!(hold(Python, true, 1, false, t + TAKING_PATIENCE - ms(1)));
+        assert!(!hold(Python, true, 1, false, t + TAKING_PATIENCE));
         // To an original descriptor: held while full, however long.
-        let mut held = None;
-        let much_later = now + 1000 * patience;
-        assert!(hold_reading(
-            CapturedTo::Original,
-            true,
-            0,
-            &mut held,
-            much_later,
-            patience
-        ));
-        assert!(!hold_reading(
-            CapturedTo::Original,
-            false,
-            0,
-            &mut held,
-            much_later,
-            patience
-        ));
-        assert_eq!(held, None);
+        let much_later = now + 1000 * TAKING_PATIENCE;
+        assert!(hold(Original, true, 1, false, much_later));
+        assert!(!hold(Original, false, 1, false, much_later));
     }
 
     #[test]
