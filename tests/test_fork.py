@@ -33,6 +33,7 @@ FORKS = textwrap.dedent(
     """
     import os, sys, time
     import pylogsink
+    from children import exit_code_within
     from fork_helpers import seen, to_logging
 
     destination, runs, child_budget = sys.argv[1], int(sys.argv[2]), float(sys.argv[3])
@@ -69,19 +70,9 @@ FORKS = textwrap.dedent(
             except BaseException:
                 os._exit(2)
             sys.exit(0)
-        deadline = time.monotonic() + child_budget
-        while True:
-            done, status = os.waitpid(pid, os.WNOHANG)
-            if done:
-                if os.waitstatus_to_exitcode(status) != 0:
-                    failed += 1
-                break
-            if time.monotonic() > deadline:
-                os.kill(pid, 9)
-                os.waitpid(pid, 0)
-                hung += 1
-                break
-            time.sleep(0.001)
+        code = exit_code_within(pid, child_budget)
+        hung += code is None
+        failed += code not in (None, 0)
     print(f"hung={hung} failed={failed}", flush=True)
     os._exit(0)
     """
@@ -182,6 +173,7 @@ STREAM_FORKS = textwrap.dedent(
     """
     import logging, os, sys, threading, time
     import pylogsink
+    from children import exit_code_within
 
     # A StreamHandler on a file: pylogsink's thread takes the file's
     # buffer lock in each record's write and flush.
@@ -205,14 +197,7 @@ STREAM_FORKS = textwrap.dedent(
         if pid == 0:
             logging.getLogger("child").warning("the child logs")
             os._exit(0)
-        deadline = time.monotonic() + 5
-        while not os.waitpid(pid, os.WNOHANG)[0]:
-            if time.monotonic() > deadline:
-                os.kill(pid, 9)
-                os.waitpid(pid, 0)
-                hung += 1
-                break
-            time.sleep(0.001)
+        hung += exit_code_within(pid, 5) is None
         if hung and sys.argv[2] == "python":
             break  # shown: one is enough
     print(f"hung={hung}", flush=True)
