@@ -1,0 +1,115 @@
+/*
+ * ffmpeg_pylogsink.c: FFmpeg's log lines through pylogsink.
+ *
+ * FFmpeg calls its log callback from the caller's thread and from its own
+ * frame and slice threads, often under a codec's locks. A callback that
+ * takes the GIL to call Python's logging deadlocks as soon as a Python
+ * thread holds the GIL and waits for the decoder; this one never calls
+ * Python. Install it once, from the binding (the module's init):
+ *
+ *     av_log_set_callback(ffmpeg_pylogsink);
+ *
+ * Records: the target is "ffmpeg::" and the item name of the context that
+ * logs ("ffmpeg::h264"), or "ffmpeg" for none; the level is FFmpeg's
+ * mapped to pylogsink's. pylogsink's filter decides what is logged
+ * ("ffmpeg=debug"), not av_log_set_level: FFmpeg leaves the level to a
+ * callback it is given. A line FFmpeg writes in several calls (its
+ * macroblock dumps) is gathered per thread and logged once whole (up to
+ * 2 KiB; a longer part is a record of its own, cut at 64 KiB). With
+ * av_log_set_flags(AV_LOG_SKIP_REPEATED), a thread's repeats of the same
+ * line become one record "Last message repeated N times" before its next
+ * other line.
+ */
+#include "ffmpeg_pylogsink.h"
+
+#include <libavutil/log.h>
+#include <pylogsink_emit.h>
+#include <stdio.h>
+#include <string.h>
+
+/* FFmpeg's PANIC and FATAL come before it gives up on a stream, not on the
+   process: they are errors, not pylogsink's FATAL (which expects an abort). */
+static int level_of(int av_level) {
+    if (av_level <= AV_LOG_ERROR) return PYLOGSINK_ERROR;
+    if (av_level <= AV_LOG_WARNING) return PYLOGSINK_WARN;
+    if (av_level <= AV_LOG_INFO) return PYLOGSINK_INFO;
+    if (av_level <= AV_LOG_DEBUG) return PYLOGSINK_DEBUG; /* VERBOSE and DEBUG */
+    return PYLOGSINK_TRACE;
+}
+
+static void target_of(void *ptr, char *target, size_t size) {
+    const AVClass *avc = ptr ? *(const AVClass **)ptr : NULL;
+    const char *name = avc && avc->item_name ? avc->item_name(ptr) : NULL;
+    if (name && *name)
+        snprintf(target, size, "ffmpeg::%s", name);
+    else
+        snprintf(target, size, "ffmpeg");
+}
+
+/* A thread's line under way, and its last whole line (for the repeats). */
+#define LINE_MAX_BYTES 2048
+static _Thread_local struct {
+    char text[LINE_MAX_BYTES];
+    size_t len;
+    char last[LINE_MAX_BYTES];
+    char last_target[64];
+    int last_level;
+    unsigned repeats;
+} line;
+
+static void emit_line(int level, const char *target, const char *text, size_t len) {
+    int skip_repeated = av_log_get_flags() & AV_LOG_SKIP_REPEATED;
+    if (skip_repeated && strcmp(text, line.last) == 0 && strcmp(target, line.last_target) == 0) {
+        line.repeats++;
+        return;
+    }
+    if (line.repeats > 0)
+        pylogsink_emitf(line.last_level, line.last_target, NULL, 0, "Last message repeated %u times",
+                        line.repeats);
+    line.repeats = 0;
+    pylogsink_emit(level, target, NULL, 0, text, len);
+    if (skip_repeated) {
+        memcpy(line.last, text, len + 1);
+        snprintf(line.last_target, sizeof line.last_target, "%s", target);
+        line.last_level = level;
+    }
+}
+
+void ffmpeg_pylogsink(void *ptr, int av_level, const char *fmt, va_list args) {
+    char target[64];
+    int level;
+    size_t n;
+    if (av_level < 0 || fmt == NULL) return; /* AV_LOG_QUIET */
+    level = level_of(av_level & 0xff);       /* the bits above are colours */
+    target_of(ptr, target, sizeof target);
+    if (!pylogsink_enabled(level, target)) return; /* nothing formatted */
+    n = strlen(fmt);
+    if (line.len == 0 && n > 0 && fmt[n - 1] == '\n' && !(av_log_get_flags() & AV_LOG_SKIP_REPEATED)) {
+        /* The common case: one whole line, formatted on the stack. */
+        pylogsink_vemit(level, target, NULL, 0, fmt, args);
+        return;
+    }
+    {
+        size_t room = sizeof line.text - line.len;
+        va_list again;
+        va_copy(again, args);
+        int m = vsnprintf(line.text + line.len, room, fmt, args);
+        if (m >= 0 && (size_t)m >= room) {
+            /* Longer than the line's room: what came before is a record of
+               its own, and this part is formatted as one, up to 64 KiB. */
+            line.text[line.len] = '\0';
+            if (line.len > 0) emit_line(level, target, line.text, line.len);
+            line.len = 0;
+            pylogsink_vemit(level, target, NULL, 0, fmt, again);
+            va_end(again);
+            return;
+        }
+        va_end(again);
+        if (m > 0) line.len += (size_t)m;
+    }
+    if (line.len == 0 || line.text[line.len - 1] != '\n') return; /* more to come */
+    if (line.text[line.len - 1] == '\n') line.text[--line.len] = '\0';
+    emit_line(level, target, line.text, line.len);
+    line.len = 0;
+    line.text[0] = '\0';
+}
