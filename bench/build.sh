@@ -25,6 +25,19 @@ echo "== pylogsink (the package, with its C library, which its build makes)"
 "$py" -m maturin build --release -q -o bench/target/dist
 pip --force-reinstall --no-deps bench/target/dist/pylogsink-*.whl
 
+# The FFmpeg figure's extension (tests/c_libraries), where pkg-config finds
+# Debian's development packages, built as the tests build it.
+if pkg-config --exists libavcodec libavutil libcurl sqlite3 2>/dev/null; then
+  echo "== the C library test extensions (FFmpeg's figure)"
+  pip setuptools
+  rm -rf bench/target/c_libraries && mkdir -p bench/target/c_libraries
+  cp tests/c_libraries/* examples/c-libraries/* bench/target/c_libraries/
+  py_path="$(cd "$(dirname "$py")" && pwd)/$(basename "$py")"
+  (cd bench/target/c_libraries && "$py_path" setup.py -q build_ext --inplace)
+else
+  echo "no libavcodec, libcurl or sqlite3 development package: the FFmpeg figure is left out"
+fi
+
 echo "== pylogsink_bench (the benchmark's module)"
 "$py" -m maturin build --release -q -m bench/Cargo.toml -o bench/target/wheels
 pip --force-reinstall --no-deps bench/target/wheels/pylogsink_bench-*.whl

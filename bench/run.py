@@ -166,6 +166,22 @@ Why each measurement exists:
    (through the front that keeps Python's writes after the native lines
    written before them) and without one. Targets: at least wurlitzer's
    bytes per second, both ways; p99 <= 50 ms.
+16. FFmpeg: a threaded decode at DEBUG (libavcodec's MPEG-4 decoder, 4
+   frame threads, `debug` = picture info and macroblock types: about 6
+   lines a frame of 64x64, made of about 60 `av_log` calls) in the test
+   extension `av_rt` (tests/c_libraries,
+   built by bench/build.sh where pkg-config finds libavcodec), with three
+   log callbacks in the same child, interleaved, all to the same fd 2, a
+   regular file: FFmpeg's default callback, the recipe of
+   examples/c-libraries (pylogsink), and the per-line callback many
+   wrappers have (take the GIL, call `logging`, with the formatter of (5)).
+   Wall time per decode (median of rounds) and the lines each run left in
+   the file (the per-line callback logs each part of a macroblock line as
+   a record of its own). Then, per callback, a child that decodes 2,000
+   frames on one thread while another waits for the frames with the GIL
+   held: "completed", or "hung" after 15 s. Targets: pylogsink <= 1.1x the
+   default callback's time, >= 5x faster than the per-line GIL callback,
+   and no hang.
 
 Every measurement but (9) runs with the filter "info", so that each of its
 Info records is logged; (9) changes the filter and puts "info" back. (10),
@@ -208,7 +224,10 @@ BUDGET = {
     # pyo3-log waits for the GIL at every record (about the switch
     # interval, 5 ms): it logs fewer records per round.
     "gil_busy": {"rounds": (5, 11), "n": 5_000, "pyo3_log_n": (20, 200)},
+    "ffmpeg": {"rounds": (3, 9), "frames": (150, 300)},
 }
+# Where bench/build.sh builds the C library test extensions.
+C_LIBRARIES = os.path.join(HERE, "target", "c_libraries")
 TARGET = "myruntime::backend"
 PER_TARGET_FILTER = "info,myruntime::noisy=off"
 # 1,000 targets, the most a filter may name: 999 beside the one of PER_TARGET_FILTER.
@@ -805,6 +824,68 @@ def child_instructions(p, b):
     return {"ns": run(p["n"], 100)}
 
 
+FFMPEG_WAITER = """
+import sys, threading
+sys.path.insert(0, sys.argv[1])
+import av_rt
+av_rt.set_log_filter("ffmpeg=debug")
+av_rt.set_level(48)
+av_rt.use(sys.argv[2])
+packets = av_rt.encode(2000, 64)
+decoder = threading.Thread(target=av_rt.decode, args=(packets,), kwargs=dict(debug=1))
+decoder.start()
+av_rt.wait_frames(1500)  # the GIL held
+decoder.join()
+"""
+
+
+def child_ffmpeg(p, b):
+    """(16): FFmpeg's threaded decode at DEBUG through three log callbacks."""
+    sys.path.insert(0, C_LIBRARIES)
+    import av_rt
+
+    av_rt.set_log_filter("ffmpeg=debug")
+    av_rt.set_level(48)  # AV_LOG_DEBUG, for the default and the per-line callbacks
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(line_formatter())
+    logging.getLogger("libav").addHandler(handler)
+    logging.getLogger("libav").setLevel(logging.DEBUG)
+    packets = av_rt.encode(p["frames"], 64)
+    lines = {}
+
+    def decode(callback):
+        av_rt.use(callback)
+        t = time.perf_counter()
+        assert av_rt.decode(packets, threads=4, debug=9) == p["frames"]
+        elapsed = time.perf_counter() - t
+        sys.stderr.flush()
+        with open("/proc/self/fd/2", "rb") as written:  # fd 2 itself is write-only
+            lines.setdefault(callback, []).append(written.read().count(b"\n"))
+        return elapsed * 1e3
+
+    ms = interleaved(p["rounds"], {c: lambda c=c: decode(c) for c in ("default", "pylogsink", "python")})
+    av_rt.use("pylogsink")
+    waiter = {}
+    for callback in ("default", "pylogsink", "python"):
+        try:
+            done = subprocess.run(
+                [sys.executable, "-c", FFMPEG_WAITER, C_LIBRARIES, callback],
+                capture_output=True, timeout=15, env={**os.environ, "AV_RT_LOG": "ffmpeg=debug"},
+            )  # fmt: skip
+            waiter[callback] = "completed" if done.returncode == 0 else f"failed ({done.returncode})"
+        except subprocess.TimeoutExpired:
+            waiter[callback] = "hung"
+    med = {c: statistics.median(v) for c, v in ms.items()}
+    return {
+        "frames": p["frames"],
+        "ms": med,
+        "lines": {c: statistics.median(v) for c, v in lines.items()},
+        "vs_default": median_ratio(ms["pylogsink"], ms["default"]),
+        "python_vs": median_ratio(ms["python"], ms["pylogsink"]),
+        "waiter": waiter,
+    }
+
+
 def child_main(params):
     try:
         import pylogsink_bench as b
@@ -879,7 +960,7 @@ def machine():
 # The measurements, by the key of their figures, for --only.
 SECTIONS = (
     "direct", "tracing", "peers", "kept", "overhead", "sinks", "threads", "memory", "filter", "logging", "live",
-    "gil_busy", "capture", "instructions",
+    "gil_busy", "capture", "ffmpeg", "instructions",
 )
 
 
@@ -1101,6 +1182,15 @@ def measure(quick, say, only=None):
         target("capture: bytes/s, pylogsink / wurlitzer", c["ratio"], ">=", 1, "x")
         target("capture: bytes/s discarded, pylogsink / wurl.", c["ratio_discard"], ">=", 1, "x")
         target("capture: write to StringIO p99, ms", c["p99_ms"], "<=", 50, "ms")
+
+    if want("ffmpeg") and os.path.isdir(C_LIBRARIES):
+        say("FFmpeg decode at DEBUG: three log callbacks")
+        f = fig["ffmpeg"] = run_child({"task": "ffmpeg", **pick(BUDGET["ffmpeg"], quick)}, "file")
+        target("FFmpeg decode, pylogsink / default callback", f["vs_default"], "<=", 1.1, "x")
+        target("FFmpeg decode, GIL callback / pylogsink", f["python_vs"], ">=", 5, "x")
+        target("FFmpeg decode, GIL-held waiter hangs", int(f["waiter"]["pylogsink"] != "completed"), "<=", 0)
+    elif want("ffmpeg"):
+        say("FFmpeg: not measured (bench/build.sh found no libavcodec)")
 
     if want("instructions") and not quick and shutil.which("valgrind"):
         say("instructions per line (callgrind)")
@@ -1376,6 +1466,22 @@ def report(m, fig, targets, quick):
             f"  a 100-byte write(2) to the StringIO: median {c['median_ms']:.1f} ms, p99 {c['p99_ms']:.1f} ms, "
             f"max {max(c['ms']):.1f} ms ({len(c['ms'])} lines)",
         ]
+    if "ffmpeg" in fig:
+        f = fig["ffmpeg"]
+        names = {"default": "FFmpeg's default callback", "pylogsink": "pylogsink (the recipe)", "python": "per-line GIL callback"}
+        lines += [
+            "",
+            f"16. FFmpeg: MPEG-4 decode of {f['frames']} frames of 64x64, 4 frame threads, at DEBUG with picture",
+            "  info and macroblock types, to fd 2 (a regular file), median of rounds; waiter: another thread",
+            "  waits for the frames with the GIL held",
+            f"  {'callback':<28}{'ms':>9}{'lines':>9}  waiter",
+        ]
+        for c in ("default", "pylogsink", "python"):
+            lines.append(f"  {names[c]:<28}{f['ms'][c]:>9.1f}{f['lines'][c]:>9,.0f}  {f['waiter'][c]}")
+        lines.append(
+            f"  pylogsink / default {f['vs_default']:.2f}x; per-line GIL callback / pylogsink {f['python_vs']:.1f}x "
+            "(it logs each part of a macroblock line as a line)"
+        )
     lines += ["", "Targets (SPEC)", f"  {'figure':<44}{'measured':>12}  {'target':<13} met"]
     for t in targets:
         limit = t["op"] + " " + fmt_num(t["limit"], t["unit"])

@@ -8,12 +8,12 @@
  * wrote and its result code ("no such table: nope (code 1)"); notices are
  * INFO, warnings (an automatic index) WARN, the rest ERROR.
  *
- * SQLITE_CONFIG_LOG can only be set before SQLite initializes, once per
- * copy of the library in the process. sqlite_pylogsink_install returns
- * SQLITE_MISUSE when it is too late: Python's sqlite3 module initializes
- * the shared libsqlite3 it loads (CPython 3.11 at import, and IPython opens
- * its history database at start). An extension that links its own copy
- * (the static libsqlite3.a, its symbols kept private) is never too late.
+ * SQLITE_CONFIG_LOG is set once per copy of the library in the process.
+ * Before SQLite 3.42 only before it initializes: sqlite_pylogsink_install
+ * then returns SQLITE_MISUSE (21) if Python's sqlite3 module, which loads
+ * the same shared libsqlite3, used it first (IPython opens its history
+ * database at start). An extension that links its own copy (the static
+ * libsqlite3.a, its symbols kept private) is never too late.
  */
 #include "sqlite_pylogsink.h"
 
