@@ -44,7 +44,7 @@ DOCS = sorted(
     key=lambda p: str(p),
 )
 # Where a marked block may come from: what the suite builds or runs.
-BUILT = ("examples/", "tests/ext/", "tests/c_abi/", "tests/spdlog_rt/", "tests/glog_rt/", "crates/", "docs/snippets/")
+BUILT = ("examples/", "tests/ext/", "tests/c_abi/", "tests/c_libraries/", "tests/spdlog_rt/", "tests/glog_rt/", "crates/", "docs/snippets/")
 COMMANDS = ("Makefile", ".ci/run")
 
 
