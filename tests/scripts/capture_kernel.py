@@ -69,10 +69,11 @@ CELLS = {
         "server = subprocess.Popen(['sh', '-c', 'while true; do echo tick; sleep 0.1; done'])\n",
         "time.sleep(0.3)\n",
         "time.sleep(0.3)\n",
-        "time.sleep(0.3)\nprint('alive', server.poll() is None)\n",
+        # One write per line: the loop's ticks come between writes.
+        "import sys\ntime.sleep(0.3)\nsys.stdout.write(f'alive {server.poll() is None}\\n')\n",
         "import multiprocessing\npool = multiprocessing.get_context('spawn').Pool(2)\n",
-        "print(pool.map(abs, [-1, -2, 3]))\npool.close()\npool.join()\n",
-        "server.kill()\nprint('killed', server.wait())\n",
+        "sys.stdout.write(f'{pool.map(abs, [-1, -2, 3])}\\n')\npool.close()\npool.join()\n",
+        "server.kill()\nsys.stdout.write(f'killed {server.wait()}\\n')\n",
     ],
 }
 
