@@ -197,7 +197,7 @@ def test_every_line_reaches_the_cell_in_a_real_kernel(built: Path, clean_env: di
     cells += [workload_code(library, server) for library in WORKLOADS]
     cells.append("import time\ntime.sleep(2)\n")  # the last lines of threads outside a call
     done = subprocess.run(
-        [sys.executable, str(HERE / "scripts" / "cells_kernel.py")],
+        [sys.executable, str(HERE / "scripts" / "capture_kernel.py"), "-"],
         input="\0".join(cells),
         capture_output=True,
         text=True,

@@ -3,6 +3,7 @@ by nbclient) and prints each cell's streams as JSON.
 
     python capture_kernel.py MODE [CELL_TIMEOUT]
 
+MODE "-": the cells read from stdin, separated by NUL.
 MODE "printf": a C printf inside pylogsink.capture_output(), then the same
 without it. "big": 3 MB printed by C with the GIL held (ctypes.PyDLL) inside
 capture_output(). "raw_big": the same without it. "ext": %load_ext pylogsink,
@@ -81,7 +82,8 @@ CELLS = {
 def main() -> int:
     mode = sys.argv[1]
     timeout = float(sys.argv[2]) if len(sys.argv) > 2 else 60
-    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(c) for c in CELLS[mode]])
+    cells = sys.stdin.read().split("\0") if mode == "-" else CELLS[mode]
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(c) for c in cells])
     client = NotebookClient(nb, timeout=timeout, kernel_name="python3", allow_errors=True)
     try:
         client.execute()
