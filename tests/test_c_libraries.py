@@ -105,8 +105,10 @@ WORKLOADS: dict[str, tuple[str, str, Callable[[str], dict[str, int]], dict[str, 
         lambda text: {
             "sent": len(re.findall(r"> GET /file HTTP/1.1", text)),
             "received": len(re.findall(r"< HTTP/1.0 200 OK", text)),
+            # A header block is one record per line.
+            "host": len(re.findall(r"header\] > Host: 127\.0\.0\.1:\d+$", text, re.M)),
         },
-        {"sent": 20, "received": 20},
+        {"sent": 20, "received": 20, "host": 20},
     ),
     "sqlite": (
         "sqlite_rt",
