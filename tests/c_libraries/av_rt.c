@@ -28,7 +28,9 @@ static void python_callback(void *ptr, int av_level, const char *fmt, va_list ar
     if (av_level < 0 || av_level > av_log_get_level() || !Py_IsInitialized()) return;
     vsnprintf(text, sizeof text, fmt, args);
     PyGILState_STATE gil = PyGILState_Ensure();
-    PyObject *done = PyObject_CallMethod(PyImport_ImportModule("logging"), "getLogger", "s", "libav");
+    PyObject *logging = PyImport_ImportModule("logging");
+    PyObject *done = logging ? PyObject_CallMethod(logging, "getLogger", "s", "libav") : NULL;
+    Py_XDECREF(logging);
     if (done) {
         PyObject *r = PyObject_CallMethod(done, "log", "isss", level, "%s: %s", name, text);
         Py_XDECREF(r);
