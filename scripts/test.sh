@@ -4,7 +4,9 @@
 # crates.io would get it (a publish dry run), then the Python tests on each
 # CPython 3.11 to 3.15 (scripts/pythons.sh finds them, or unpacks Debian's),
 # with the two examples in examples/ built as their users would, and last
-# the oldest PyO3 supported (scripts/test_pyo3_oldest.sh). The abi3
+# each PyO3 series supported in an extension of its own
+# (scripts/test_pyo3_versions.sh) and the oldest under the tests
+# (scripts/test_pyo3_oldest.sh). The abi3
 # wheel on 3.11; on 3.12 and later a
 # wheel built for that version (no abi3), where pylogsink keeps "is
 # sys.stderr replaced" with a dict watcher. pylogsink's wheels are those
@@ -74,11 +76,12 @@ if [ "$ran" -eq 0 ]; then
 fi
 # The oldest PyO3 pylogsink supports, on the oldest CPython tested, one
 # older than 3.14 (PyO3 0.26 came out before 3.15).
-step "PyO3 0.26"
+step "PyO3 0.26 to 0.30, each as cargo resolves it in an extension of its own; then 0.26's tests"
 if [ -n "${oldest_pyo3_on:-}" ]; then
+  scripts/test_pyo3_versions.sh "$oldest_pyo3_on" || status=1
   scripts/test_pyo3_oldest.sh "$oldest_pyo3_on" -n 2 "$@" || status=1
 else
-  echo "skipped: the oldest PyO3 is tested on a CPython 3.11 to 3.13, and none was found"
+  echo "skipped: the PyO3 versions are tested on a CPython 3.11 to 3.13, and none was found"
 fi
 step "done"
 exit $status

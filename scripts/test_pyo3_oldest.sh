@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Usage: scripts/test_pyo3_oldest.sh PYTHON [pytest args...]
 #
-# The oldest PyO3 that pylogsink supports (0.26.0; Cargo.toml asks for
+# The oldest PyO3 that pylogsink supports (0.26; Cargo.toml asks for
 # ">=0.26, <0.31", and Cargo.lock has the newest): builds pylogsink's abi3
 # wheel and the test extension (tests/ext) with PyO3 0.26.0, installs them
 # into a virtualenv of their own (.venvs/X.Y-pyo3-0.26), checks that both
@@ -10,22 +10,22 @@
 # (test_call.py), of the output capture (test_capture.py) and of the
 # `logging` destination (test_logging.py) with PYTHON, a CPython 3.11 to
 # 3.13. The repository's Cargo.lock and files are left alone: the tracked
-# files are copied into target/pyo3-oldest/src, whose own Cargo.lock is
-# moved to 0.26.0 and which builds into target/pyo3-oldest/target (kept
-# between runs). maturin comes from .venv, as in scripts/dist.sh.
+# files are copied into target/pyo3-oldest/src, whose workspace asks for
+# pyo3 "0.26" (cargo picks the newest 0.26.x, with no pin) and which
+# builds into target/pyo3-oldest/target (kept between runs). maturin comes from .venv, as in scripts/dist.sh.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 [ $# -ge 1 ] || { echo "usage: $0 PYTHON [pytest args...]" >&2; exit 2; }
 py=$1
 shift
-oldest=0.26.0
+series=0.26
 version=$("$py" -c 'import sys; print("%d.%d" % sys.version_info[:2])')
-echo "== PyO3 $oldest (the oldest supported): pylogsink and the test extension on Python $version ($py)"
+echo "== PyO3 $series (the oldest supported): pylogsink and the test extension on Python $version ($py)"
 
 root=$PWD
 work=$root/target/pyo3-oldest
 src=$work/src
-venv=$root/.venvs/$version-pyo3-${oldest%.*}
+venv=$root/.venvs/$version-pyo3-$series
 [ -x .venv/bin/maturin ] || {
   [ -x .venv/bin/python ] || python3 -m venv .venv
   .venv/bin/python -m pip install -q --disable-pip-version-check "maturin>=1.8,<2"
@@ -38,13 +38,14 @@ rm -rf "$src" "$work/dist"
 mkdir -p "$src"
 git ls-files -z | tar --null -T - -cf - | tar -xf - -C "$src"
 
-# pyo3 and what comes with it (pyo3-ffi, pyo3-macros), then each other
-# pyo3-build-config (pylogsink's build script names it too).
+# The workspace asks for pyo3 "0.26", as an extension on that series does;
+# cargo resolves pyo3 and what comes with it (pyo3-ffi, pyo3-macros,
+# pyo3-build-config) anew for that requirement, with no pin.
 cd "$src"
-cargo update -q -p pyo3 --precise "$oldest"
-for other in $(sed -n '/^name = "pyo3-build-config"$/{n;s/^version = "\(.*\)"$/\1/p}' Cargo.lock); do
-  [ "$other" = "$oldest" ] || cargo update -q -p "pyo3-build-config@$other" --precise "$oldest"
-done
+sed -i "s/^pyo3 = \">=0.26, <0.31\"\$/pyo3 = \"$series\"/" Cargo.toml
+grep -q "^pyo3 = \"$series\"\$" Cargo.toml || { echo "the workspace's pyo3 requirement was not found" >&2; exit 1; }
+cargo update -q -p pyo3
+oldest=$(sed -n '/^name = "pyo3"$/{n;s/^version = "\(.*\)"$/\1/p}' Cargo.lock)
 cargo tree -q -p pyo3 --depth 0
 
 export CARGO_TARGET_DIR=$work/target

@@ -58,21 +58,24 @@ def test_error_carries_the_lines(example: tuple[ModuleType, str, str], capsys: p
     assert line.endswith("] no path given") and " ERROR " in line
 
 
+class Recorder:
+    """A replaced sys.stderr that keeps each write apart."""
+
+    def __init__(self) -> None:
+        self.writes: list[str] = []
+
+    def write(self, text: str) -> int:
+        self.writes.append(text)
+        return len(text)
+
+    def flush(self) -> None:
+        pass
+
+
 def test_a_loop_holding_the_gil_shows_each_step_at_its_flush() -> None:
     # my_runtime.train flushes at each step's end: a replaced sys.stderr
     # gets one write per step, in order, while the call runs.
     import my_runtime
-
-    class Recorder:
-        def __init__(self) -> None:
-            self.writes: list[str] = []
-
-        def write(self, text: str) -> int:
-            self.writes.append(text)
-            return len(text)
-
-        def flush(self) -> None:
-            pass
 
     recorder = Recorder()
     before, sys.stderr = sys.stderr, recorder  # type: ignore[assignment]
@@ -83,6 +86,22 @@ def test_a_loop_holding_the_gil_shows_each_step_at_its_flush() -> None:
     progress = [records(text) for text in recorder.writes]
     assert [len(lines) for lines in progress] == [1] * 10
     assert [lines[0].rsplit("] ", 1)[1] for lines in progress] == [f"Progress: {10 * n}%" for n in range(1, 11)]
+
+
+def test_phases_in_helpers_without_py_show_their_lines_at_each_flush_lines() -> None:
+    # my_runtime.prepare runs two phases in helpers that have no `py`; each
+    # ends with pylogsink::flush_lines: one write per phase, not one at the
+    # return.
+    import my_runtime
+
+    recorder = Recorder()
+    before, sys.stderr = sys.stderr, recorder  # type: ignore[assignment]
+    try:
+        assert my_runtime.prepare(["low", "lower"]) == 6
+    finally:
+        sys.stderr = before
+    phases = [[line.rsplit("] ", 1)[1] for line in records(text)] for text in recorder.writes]
+    assert phases == [["counted 6 pairs"], ["queued 6 pairs"]]
 
 
 def test_cpp_call_guard(capsys: pytest.CaptureFixture[str]) -> None:

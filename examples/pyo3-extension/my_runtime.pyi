@@ -8,6 +8,11 @@ def train(steps: int) -> None:
     """Runs `steps` steps holding the GIL, logging "Progress: N%" (Warn) at
     each, shown at each step's end (pylogsink::flush)."""
 
+def prepare(words: list[str]) -> int:
+    """Counts the letter pairs of `words` and queues them, holding the GIL,
+    logging "counted N pairs" and "queued N pairs" (Warn), each shown at
+    its phase's end (pylogsink::flush_lines); returns N."""
+
 def set_log_filter(spec: str | None) -> None:
     """Sets which records are logged, in env_logger's syntax
     ("warn,my_runtime=debug"); ValueError names a bad directive.

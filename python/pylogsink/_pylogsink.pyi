@@ -27,10 +27,14 @@ def log_lines(count: int, level: _Level = "info", size: int = 100, detach: bool 
 def log_raw(message: bytes, level: _Level = "info") -> None:
     """Logs one message of raw bytes, which need not be UTF-8."""
 
-def log_slowly(count: int, interval: float, detach: bool = True, flush: bool = False) -> None:
+def log_slowly(
+    count: int, interval: float, detach: bool = True, flush: Literal["raise", "lines"] | None = None
+) -> None:
     """Logs count lines ("slow line N"), interval seconds apart, in one call
-    that releases the GIL meanwhile (detach) or holds it; with flush (and
-    the GIL held), pylogsink::flush after each line."""
+    that releases the GIL meanwhile (detach) or holds it. With the GIL held,
+    after each line: flush="raise", pylogsink::flush (a Ctrl-C stops the
+    loop there); flush="lines", pylogsink::flush_lines from a helper with
+    no py (the loop runs on, a Ctrl-C is raised at the return)."""
 
 def log_then_hang(count: int, seconds: float) -> None:
     """Logs count Warn lines, then sleeps holding the GIL."""

@@ -211,38 +211,49 @@ fn log_then_hang(py: Python<'_>, count: usize, seconds: f64) -> PyResult<()> {
 
 /// Logs `count` lines ("slow line N"), `interval` seconds apart, in one
 /// call that releases the GIL meanwhile (with `detach`) or holds it: a
-/// long call, a training loop or a load. With `flush` (and the GIL held),
-/// `pylogsink::flush` after each line: the loop's progress shows as it
-/// goes.
+/// long call, a training loop or a load. With the GIL held, `flush` picks
+/// what follows each line: `"raise"`, `pylogsink::flush` (a Ctrl-C stops
+/// the loop there); `"lines"`, `pylogsink::flush_lines` from a helper
+/// with no `py` (the loop runs on, a Ctrl-C is raised at the return);
+/// `None`, nothing (the lines come at the return).
 #[pyfunction]
-#[pyo3(signature = (count, interval, detach = true, flush = false))]
+#[pyo3(signature = (count, interval, detach = true, flush = None))]
 fn log_slowly(
     py: Python<'_>,
     count: usize,
     interval: f64,
     detach: bool,
-    flush: bool,
+    flush: Option<&str>,
 ) -> PyResult<()> {
+    let step = |i: usize| {
+        rt_log!(Level::Info, "slow line {i}");
+        std::thread::sleep(Duration::from_secs_f64(interval));
+    };
     pylogsink::call(py, || {
-        let body = || {
-            for i in 0..count {
-                rt_log!(Level::Info, "slow line {i}");
-                std::thread::sleep(Duration::from_secs_f64(interval));
+        match (detach, flush) {
+            (true, _) => py.detach(|| (0..count).for_each(step)),
+            (false, Some("raise")) => {
+                for i in 0..count {
+                    step(i);
+                    pylogsink::flush(py)?;
+                }
             }
-        };
-        if detach {
-            py.detach(body);
-        } else if flush {
-            for i in 0..count {
-                rt_log!(Level::Info, "slow line {i}");
-                std::thread::sleep(Duration::from_secs_f64(interval));
-                pylogsink::flush(py)?;
+            (false, Some("lines")) => (0..count).for_each(|i| step_with_flush_lines(i, &step)),
+            (false, None) => (0..count).for_each(step),
+            (false, Some(other)) => {
+                return Err(PyValueError::new_err(format!(
+                    "flush must be None, \"raise\" or \"lines\", not {other:?}"
+                )))
             }
-        } else {
-            body();
         }
         Ok(())
     })
+}
+
+/// One step of a loop that knows nothing of Python: no `py` in scope.
+fn step_with_flush_lines(i: usize, step: &impl Fn(usize)) {
+    step(i);
+    pylogsink::flush_lines();
 }
 
 /// Logs `count` lines, then releases the GIL and blocks for good inside

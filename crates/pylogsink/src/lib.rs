@@ -110,7 +110,8 @@
 //!         .logger_prefix("my_runtime") // loggers "my_runtime.ureq.stream", ...
 //!         .init()
 //!         .map_err(|e| pyo3::exceptions::PyRuntimeError::new_err(e.to_string()))?;
-//!     // Also starts the thread that delivers records logged outside calls.
+//!     // Optional: set_log_filter, set_log_destination and log_stats, for
+//!     // the users.
 //!     pylogsink::python::add_functions(m)
 //! }
 //! ```
@@ -187,7 +188,7 @@ pub mod python;
 mod record;
 
 pub use builder::{init, Builder, InitError, DEFAULT_ENV};
-pub use call::{call, call_enter, call_exit, error, flush};
+pub use call::{call, call_enter, call_exit, error, flush, flush_lines};
 pub use control::{
     destination, enabled, filter, reset_filter, set_destination, set_filter, set_stall_wait,
     stall_wait, Destination, FilterError, DEFAULT_FILTER,

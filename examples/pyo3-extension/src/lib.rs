@@ -33,6 +33,32 @@ fn train(py: Python<'_>, steps: u32) -> PyResult<()> {
     })
 }
 
+/// The shape of a tokenizer's trainer: long phases that hold the GIL, in
+/// helpers that have no `py` in scope. `pylogsink::flush_lines` at the end
+/// of each phase hands its lines over there; a Ctrl-C meanwhile waits for
+/// the call's return, so each phase runs to its end.
+#[pyfunction]
+fn prepare(py: Python<'_>, words: Vec<String>) -> PyResult<usize> {
+    pylogsink::call(py, || {
+        let pairs = count_pairs(&words);
+        Ok(build_queue(pairs))
+    })
+}
+
+fn count_pairs(words: &[String]) -> usize {
+    let pairs = words.iter().map(|w| w.len().saturating_sub(1)).sum();
+    log::warn!("counted {pairs} pairs");
+    pylogsink::flush_lines();
+    pairs
+}
+
+fn build_queue(pairs: usize) -> usize {
+    // ... a long phase, the GIL held ...
+    log::warn!("queued {pairs} pairs");
+    pylogsink::flush_lines();
+    pairs
+}
+
 // The function's name is the module's (the `[lib] name` in Cargo.toml):
 // Python calls `PyInit_my_runtime`. A function named otherwise needs
 // `#[pyo3(name = "my_runtime")]`.
@@ -50,5 +76,6 @@ fn my_runtime(m: &Bound<'_, PyModule>) -> PyResult<()> {
     // log_stats, for the users.
     pylogsink::python::add_functions(m)?;
     m.add_function(wrap_pyfunction!(load, m)?)?;
-    m.add_function(wrap_pyfunction!(train, m)?)
+    m.add_function(wrap_pyfunction!(train, m)?)?;
+    m.add_function(wrap_pyfunction!(prepare, m)?)
 }

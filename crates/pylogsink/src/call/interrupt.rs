@@ -6,8 +6,39 @@
 //! broken stream's: it must reach the caller once the lines are out, as
 //! the original exception object.
 
+use crate::core::thread::THREAD;
 use pyo3::exceptions::PyException;
 use pyo3::prelude::*;
+use std::cell::RefCell;
+
+thread_local! {
+    /// The interrupt that a [`flush_lines`](super::flush_lines) met, for
+    /// the outermost call's return to raise.
+    static KEPT: RefCell<Option<PyErr>> = const { RefCell::new(None) };
+}
+
+/// Keeps `err` for the current call's return; the first one kept stands
+/// (a second Ctrl-C while the first waits says nothing new).
+pub(crate) fn keep_for_return(err: PyErr) {
+    let _ = KEPT.try_with(|kept| {
+        let mut kept = kept.borrow_mut();
+        if kept.is_none() {
+            *kept = Some(err);
+        }
+    });
+    let _ = THREAD.try_with(|t| t.interrupt_kept.set(true));
+}
+
+/// The interrupt kept for this return, if any; none is kept after it.
+pub(crate) fn take_kept() -> Option<PyErr> {
+    let kept = THREAD.try_with(|t| t.interrupt_kept.replace(false));
+    if kept != Ok(true) {
+        return None;
+    }
+    KEPT.try_with(|kept| kept.borrow_mut().take())
+        .ok()
+        .flatten()
+}
 
 /// Whether an exception raised while the call's lines were written must
 /// reach the caller: a `BaseException` that is not an `Exception`

@@ -6,6 +6,7 @@
 //! (write the lines it kept). The log function itself never touches Python.
 
 mod at_fork;
+mod capi;
 pub(crate) mod capture;
 mod daemon;
 mod errors;
@@ -218,16 +219,77 @@ pub fn flush(py: Python<'_>) -> PyResult<()> {
 #[cold]
 #[inline(never)]
 fn flush_now(py: Python<'_>, sink: Sink) -> PyResult<()> {
+    match hand_to_python(py, sink) {
+        Some(err) => Err(err),
+        None => py.check_signals(),
+    }
+}
+
+/// What [`flush`] does, for code that has no `py` in scope (a helper
+/// called from inside a [`call`] that holds the GIL), and the other choice
+/// for Ctrl-C: the lines keep moving, and a `KeyboardInterrupt` (or any
+/// exception a signal handler raises) waits for the call's return, which
+/// raises it in place of the binding's result, as the original exception
+/// object. The loop runs to its end unless the binding checks signals
+/// itself.
+///
+/// Does something only where [`flush`] would, and only on a thread that
+/// holds the GIL: inside [`Python::detach`], or outside a call, it does
+/// nothing (the call's lines are delivered live there anyway). Costs what
+/// `flush` costs when nothing waits. The same promise from the caller: no
+/// native lock that another thread could wait for is held here.
+///
+/// ```no_run
+/// use pyo3::prelude::*;
+///
+/// // A helper that knows nothing of Python, called while the GIL is held.
+/// fn merge_step(step: usize) {
+///     // ... the work of one step ...
+///     log::info!("merge {step} done");
+///     pylogsink::flush_lines();
+/// }
+///
+/// #[pyfunction]
+/// fn train(py: Python<'_>, steps: usize) -> PyResult<()> {
+///     pylogsink::call(py, || {
+///         for step in 0..steps {
+///             merge_step(step);
+///         }
+///         Ok(())
+///     })
+/// }
+/// ```
+#[inline]
+pub fn flush_lines() {
+    if let Ok(Some(sink)) = THREAD.try_with(ThreadState::flush_due) {
+        flush_lines_now(sink);
+    }
+}
+
+#[cold]
+#[inline(never)]
+fn flush_lines_now(sink: Sink) {
+    if capi::attached() != Some(true) {
+        return;
+    }
+    // SAFETY: this thread holds the GIL (its thread state is attached),
+    // and `py` lives only until this function returns, within that hold.
+    let py = unsafe { Python::assume_attached() };
+    if let Some(err) = hand_to_python(py, sink) {
+        interrupt::keep_for_return(err);
+    }
+}
+
+/// Hands what the call keeps to Python, as at its return: an exception
+/// raised meanwhile that must reach the caller, if any.
+fn hand_to_python(py: Python<'_>, sink: Sink) -> Option<PyErr> {
     if avoid_python(py) {
-        return Ok(());
+        return None;
     }
     wait_for_live_delivery(py);
     let written = write_text_at_return(py, sink);
     let delivered = deliver_at_return(py);
-    match written.or(delivered) {
-        Some(err) => Err(err),
-        None => py.check_signals(),
-    }
+    written.or(delivered)
 }
 
 /// Starts the `logging` destination's Python side (its thread, its hooks),
@@ -303,7 +365,11 @@ fn enter_live(py: Python<'_>, t: &ThreadState, to_logging: bool) {
 #[inline]
 fn leave(py: Python<'_>, left: Option<(Sink, bool)>) -> PyResult<()> {
     match left {
-        Some((sink, _)) if must_write(left) => write_at_return(py, sink).map_or(Ok(()), Err),
+        Some((sink, _)) if must_write(left) => {
+            let written = write_at_return(py, sink);
+            // An interrupt kept by `flush_lines` came first.
+            interrupt::take_kept().or(written).map_or(Ok(()), Err)
+        }
         _ => Ok(()),
     }
 }
@@ -328,10 +394,7 @@ fn write_at_return(py: Python<'_>, sink: Sink) -> Option<PyErr> {
         hand_over_at_return(py, sink);
         return None;
     }
-    wait_for_live_delivery(py);
-    let written = write_text_at_return(py, sink);
-    let delivered = deliver_at_return(py);
-    written.or(delivered)
+    hand_to_python(py, sink)
 }
 
 /// Waits, with the GIL released, for what pylogsink's thread took from

@@ -27,6 +27,8 @@ struct SysNames {
 fn sys_names(py: Python<'_>) -> &'static SysNames {
     static NAMES: OnceLock<SysNames> = OnceLock::new();
     NAMES.get_or_init(|| {
+        // What `flush_lines` asks, found with the rest at the first call.
+        super::capi::find_thread_state(py);
         // SAFETY: the `Python` token proves this thread holds the GIL, which
         // all these functions require. `PyImport_AddModule` and
         // `PyModule_GetDict` return borrowed references to objects that live
@@ -50,7 +52,7 @@ fn sys_names(py: Python<'_>) -> &'static SysNames {
 }
 
 /// `sys.stderr is sys.__stderr__`. Where a dict watcher on `sys.__dict__`
-/// keeps the answer (CPython 3.12+, a version-specific build), one load;
+/// keeps the answer (CPython 3.12+, abi3 builds included), one load;
 /// else two borrowed dict lookups of interned names: a few nanoseconds,
 /// and no Python code runs.
 #[inline]
@@ -64,7 +66,6 @@ pub(crate) fn stderr_is_own(py: Python<'_>) -> bool {
 /// [`stderr_is_own`] by the two lookups; kept for the next calls where the
 /// watcher will tell when it changes. Rare there, and every outermost
 /// call's path elsewhere.
-#[cfg_attr(all(Py_3_12, not(Py_LIMITED_API), not(Py_GIL_DISABLED)), cold)]
 fn stderr_is_own_looked_up(py: Python<'_>) -> bool {
     let names = sys_names(py);
     let lookup = |key: usize| {
@@ -104,9 +105,9 @@ pub(crate) fn watch_at_init(py: Python<'_>) {
 /// How a call's entry learns whether `sys.stderr` is the process's own:
 /// `"dict watcher"` where a watcher on `sys.__dict__` keeps the answer
 /// between changes of `sys.stderr` or `sys.__stderr__` (CPython 3.12 and
-/// later, built for that version, not free-threaded, and a watcher slot
-/// was free), `"lookup"` where each outermost call looks both up (the
-/// stable ABI, older versions). For benchmarks and tests.
+/// later, not free-threaded, and a watcher slot was free), `"lookup"`
+/// where each outermost call looks both up (CPython 3.11). For benchmarks
+/// and tests.
 pub fn stderr_check(py: Python<'_>) -> &'static str {
     if sys_names(py).watched {
         "dict watcher"
@@ -115,15 +116,16 @@ pub fn stderr_check(py: Python<'_>) -> &'static str {
     }
 }
 
-/// The dict watcher on `sys.__dict__` (CPython 3.12+, not the limited API,
-/// not free-threaded): a process-wide answer to "is `sys.stderr` the
-/// process's own", set at a call's entry and cleared by the watcher when
-/// `sys.stderr` or `sys.__stderr__` is about to change. Both run with the
-/// GIL held, so neither sees the other half done. A watcher is called
-/// before the dict changes: it only clears the answer, and the next entry
-/// looks the new values up.
-#[cfg(all(Py_3_12, not(Py_LIMITED_API), not(Py_GIL_DISABLED)))]
+/// The dict watcher on `sys.__dict__` (CPython 3.12+, not free-threaded;
+/// found at run time, see [`capi`](super::capi)): a process-wide answer to
+/// "is `sys.stderr` the process's own", set at a call's entry and cleared
+/// by the watcher when `sys.stderr` or `sys.__stderr__` is about to change.
+/// Both run with the GIL held, so neither sees the other half done. A
+/// watcher is called before the dict changes: it only clears the answer,
+/// and the next entry looks the new values up. Where there is no watcher,
+/// no answer is ever kept and each outermost call looks both up.
 mod watch {
+    use super::super::capi;
     use pyo3::ffi::{PyObject, PyUnicode_Check, PyUnicode_CompareWithASCIIString};
     use pyo3::prelude::*;
     use std::os::raw::c_int;
@@ -139,30 +141,10 @@ mod watch {
     static STDERR: AtomicUsize = AtomicUsize::new(0);
     static OWN_STDERR: AtomicUsize = AtomicUsize::new(0);
 
-    // `PyDict_WatchEvent` (Include/cpython/dictobject.h, 3.12 and 3.13).
+    // `PyDict_WatchEvent` (Include/cpython/dictobject.h, 3.12 to 3.15).
     const ADDED: c_int = 0;
     const MODIFIED: c_int = 1;
     const DELETED: c_int = 2;
-
-    type DictWatchCallback = unsafe extern "C" fn(
-        event: c_int,
-        dict: *mut PyObject,
-        key: *mut PyObject,
-        new_value: *mut PyObject,
-    ) -> c_int;
-
-    // SAFETY: the declarations of CPython's dict watcher functions
-    // (Include/cpython/dictobject.h, 3.12+), which pyo3-ffi skips or, before
-    // 0.29, lacks: `int PyDict_AddWatcher(PyDict_WatchCallback callback)`,
-    // the callback taking the `PyDict_WatchEvent` enum (an int) and three
-    // object pointers; `int PyDict_Watch(int watcher_id, PyObject *dict)`;
-    // `int PyDict_ClearWatcher(int watcher_id)`. Built only for CPython
-    // 3.12+ (`Py_3_12`), where libpython has the symbols.
-    extern "C" {
-        fn PyDict_AddWatcher(callback: DictWatchCallback) -> c_int;
-        fn PyDict_Watch(watcher_id: c_int, dict: *mut PyObject) -> c_int;
-        fn PyDict_ClearWatcher(watcher_id: c_int) -> c_int;
-    }
 
     /// The answer kept, if any.
     #[inline]
@@ -180,13 +162,17 @@ mod watch {
     }
 
     /// Watches `sys.__dict__`; false (the lookup at each call stays) if the
-    /// interpreter has no watcher slot left (it has 8) or watching failed.
+    /// interpreter has no dict watcher, no watcher slot left (it has 8),
+    /// or watching failed.
     pub(super) fn start(
         py: Python<'_>,
         dict: *mut PyObject,
         stderr: *mut PyObject,
         own_stderr: *mut PyObject,
     ) -> bool {
+        let Some(watcher) = capi::dict_watcher(py) else {
+            return false;
+        };
         STDERR.store(stderr as usize, Relaxed);
         OWN_STDERR.store(own_stderr as usize, Relaxed);
         // SAFETY: the GIL is held (the `Python` token). `on_sys_dict_event`
@@ -195,9 +181,9 @@ mod watch {
         // `sys_names`); `id` is the watcher just added. On failure these
         // functions set an exception, which `PyErr::take` clears.
         let watched = unsafe {
-            let id = PyDict_AddWatcher(on_sys_dict_event);
-            if id >= 0 && PyDict_Watch(id, dict) != 0 {
-                PyDict_ClearWatcher(id);
+            let id = (watcher.add)(on_sys_dict_event);
+            if id >= 0 && (watcher.watch)(id, dict) != 0 {
+                (watcher.clear)(id);
                 false
             } else {
                 id >= 0
@@ -291,30 +277,6 @@ mod watch {
                 Name::Other
             }
         }
-    }
-}
-
-/// Where the dict watcher cannot be used: no answer is kept, each
-/// outermost call looks `sys.stderr` up.
-#[cfg(not(all(Py_3_12, not(Py_LIMITED_API), not(Py_GIL_DISABLED))))]
-mod watch {
-    use pyo3::ffi::PyObject;
-    use pyo3::prelude::*;
-
-    #[inline]
-    pub(super) fn known() -> Option<bool> {
-        None
-    }
-
-    pub(super) fn keep(_own: bool) {}
-
-    pub(super) fn start(
-        _py: Python<'_>,
-        _dict: *mut PyObject,
-        _stderr: *mut PyObject,
-        _own_stderr: *mut PyObject,
-    ) -> bool {
-        false
     }
 }
 

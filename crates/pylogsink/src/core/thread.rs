@@ -45,6 +45,8 @@ pub(crate) struct ThreadState {
     pub(crate) writing_kept: Cell<bool>,
     /// Whether this thread must avoid Python at a call's return, once known.
     pub(crate) avoid_python: Cell<Option<bool>>,
+    /// Whether an interrupt met by a flush waits for the call's return.
+    pub(crate) interrupt_kept: Cell<bool>,
     /// What other threads may read or write: the current call's sink and
     /// kept lines (its attached workers add theirs, and the exit flush
     /// writes them if this thread is still in a call when the process
@@ -87,6 +89,7 @@ impl ThreadState {
             writing_kept: Cell::new(false),
             identity: RefCell::new(None),
             avoid_python: Cell::new(None),
+            interrupt_kept: Cell::new(false),
             shared,
             formatter: RefCell::new(Formatter::new()),
         }
@@ -149,7 +152,8 @@ impl ThreadState {
         }
         let sink = self.shared.end(self.handed.replace(false));
         let live = self.shared.live.load(Ordering::Relaxed);
-        Some((sink, self.kept_any() || self.pending_any() || live))
+        let waiting = self.kept_any() || self.pending_any() || live || self.interrupt_kept.get();
+        Some((sink, waiting))
     }
 
     /// Inside a call of its own, with lines or records that may wait for

@@ -1,0 +1,139 @@
+//! CPython functions that an extension cannot count on at build time,
+//! found in the running interpreter instead.
+//!
+//! Why at run time: pylogsink builds beside whatever PyO3 0.26 to 0.30 an
+//! extension has, and one wheel may be built for the stable ABI (abi3) and
+//! loaded by any CPython from 3.11 on. Which interpreter runs it is known
+//! only when it is imported. Asking the interpreter for these symbols,
+//! rather than a build script asking PyO3's build configuration, means no
+//! build step depends on a crate version the extension's PyO3 does not fix,
+//! and an abi3 build on CPython 3.12+ uses the dict watcher too.
+//!
+//! Found once, at the first call or at init (with the GIL held); kept as
+//! addresses that any thread may read.
+
+use pyo3::ffi::PyObject;
+use pyo3::prelude::*;
+use std::ffi::{c_void, CStr};
+use std::os::raw::c_int;
+use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
+use std::sync::OnceLock;
+
+/// `PyDict_WatchCallback`: the `PyDict_WatchEvent` (an int), the dict, the
+/// key and the new value.
+pub(crate) type DictWatchCallback = unsafe extern "C" fn(
+    event: c_int,
+    dict: *mut PyObject,
+    key: *mut PyObject,
+    new_value: *mut PyObject,
+) -> c_int;
+
+/// CPython 3.12+'s dict watcher functions (Include/cpython/dictobject.h).
+#[derive(Clone, Copy)]
+pub(crate) struct DictWatcher {
+    /// `int PyDict_AddWatcher(PyDict_WatchCallback callback)`.
+    pub(crate) add: unsafe extern "C" fn(DictWatchCallback) -> c_int,
+    /// `int PyDict_Watch(int watcher_id, PyObject *dict)`.
+    pub(crate) watch: unsafe extern "C" fn(c_int, *mut PyObject) -> c_int,
+    /// `int PyDict_ClearWatcher(int watcher_id)`.
+    pub(crate) clear: unsafe extern "C" fn(c_int) -> c_int,
+}
+
+/// The dict watcher functions, where the running CPython has them (3.12+)
+/// and pylogsink may use them: not on a free-threaded build, where the
+/// watcher's answer could race with other threads' changes.
+pub(crate) fn dict_watcher(py: Python<'_>) -> Option<DictWatcher> {
+    if free_threaded() {
+        return None;
+    }
+    let add = lookup(py, c"PyDict_AddWatcher")?;
+    let watch = lookup(py, c"PyDict_Watch")?;
+    let clear = lookup(py, c"PyDict_ClearWatcher")?;
+    // SAFETY: the symbols of these names in libpython are the functions
+    // declared above, with these signatures, in every CPython that has
+    // them (3.12 to 3.15).
+    unsafe {
+        Some(DictWatcher {
+            add: std::mem::transmute::<*mut c_void, unsafe extern "C" fn(DictWatchCallback) -> c_int>(
+                add,
+            ),
+            watch: std::mem::transmute::<
+                *mut c_void,
+                unsafe extern "C" fn(c_int, *mut PyObject) -> c_int,
+            >(watch),
+            clear: std::mem::transmute::<*mut c_void, unsafe extern "C" fn(c_int) -> c_int>(clear),
+        })
+    }
+}
+
+/// Whether the extension was built for a free-threaded CPython: its
+/// `PyObject` header is larger there than the two words (reference count
+/// and type) of a build with the GIL. A debug build that traces references
+/// also has a larger header and is counted here too, which only costs the
+/// dict watcher.
+const fn free_threaded() -> bool {
+    std::mem::size_of::<PyObject>() > 2 * std::mem::size_of::<usize>()
+}
+
+/// `PyThreadState_GetUnchecked` (3.13+) or `_PyThreadState_UncheckedGet`
+/// (before): the calling thread's attached thread state, or NULL.
+static CURRENT_THREAD_STATE: AtomicUsize = AtomicUsize::new(0);
+
+/// Finds, with the GIL held, what [`attached`] needs. Cheap after the
+/// first time.
+pub(crate) fn find_thread_state(py: Python<'_>) {
+    static FOUND: OnceLock<()> = OnceLock::new();
+    FOUND.get_or_init(|| {
+        let found = lookup(py, c"PyThreadState_GetUnchecked")
+            .or_else(|| lookup(py, c"_PyThreadState_UncheckedGet"));
+        CURRENT_THREAD_STATE.store(found.map_or(0, |f| f as usize), Relaxed);
+    });
+}
+
+/// Whether the calling thread holds the GIL (is attached to the
+/// interpreter), without taking it; `None` before [`find_thread_state`]
+/// ran, or where the interpreter has neither function.
+pub(crate) fn attached() -> Option<bool> {
+    let f = CURRENT_THREAD_STATE.load(Relaxed);
+    if f == 0 {
+        return None;
+    }
+    // SAFETY: `f` is the address of `PyThreadState_GetUnchecked` or
+    // `_PyThreadState_UncheckedGet`, both `PyThreadState *(void)`, which
+    // read a thread-local and may be called on any thread, GIL or not.
+    let get = unsafe { std::mem::transmute::<usize, unsafe extern "C" fn() -> *mut c_void>(f) };
+    // SAFETY: see above.
+    Some(!unsafe { get() }.is_null())
+}
+
+/// The address of CPython's function `name`, if the running interpreter
+/// exports it.
+#[cfg(unix)]
+fn lookup(_py: Python<'_>, name: &CStr) -> Option<*mut c_void> {
+    // SAFETY: `name` is a NUL-terminated string; `RTLD_DEFAULT` searches
+    // the global scope, where an extension module finds libpython's (or
+    // the python executable's) symbols on Linux and macOS.
+    let f = unsafe { libc::dlsym(libc::RTLD_DEFAULT, name.as_ptr()) };
+    (!f.is_null()).then_some(f)
+}
+
+/// The address of CPython's function `name`, if the running interpreter's
+/// DLL (`pythonXY.dll`, whose handle is `sys.dllhandle`) exports it.
+#[cfg(windows)]
+fn lookup(py: Python<'_>, name: &CStr) -> Option<*mut c_void> {
+    #[link(name = "kernel32")]
+    extern "system" {
+        fn GetProcAddress(module: *mut c_void, name: *const std::os::raw::c_char) -> *mut c_void;
+    }
+    let handle: usize = py
+        .import("sys")
+        .ok()?
+        .getattr("dllhandle")
+        .ok()?
+        .extract()
+        .ok()?;
+    // SAFETY: `handle` is the module handle of the loaded python DLL, which
+    // stays loaded for the life of the process; `name` is NUL-terminated.
+    let f = unsafe { GetProcAddress(handle as *mut c_void, name.as_ptr()) };
+    (!f.is_null()).then_some(f)
+}
