@@ -40,7 +40,7 @@ def main() -> int:
             "        libc.printf(b'[C] slow line %d\\n', i); libc.fflush(None); time.sleep(0.05)\n"
         )
     elif mode == "flush":
-        cell = "import pylogsink\npylogsink.runtime.log_slowly(30, 0.05, detach=False, flush="raise")\n"
+        cell = "import pylogsink\npylogsink.runtime.log_slowly(30, 0.05, detach=False, flush='raise')\n"
     elif mode == "outside":
         cell = "import pylogsink\npylogsink.runtime.start_background_logger(30, 0.05).join()\n"
     else:
