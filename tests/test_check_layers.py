@@ -113,7 +113,7 @@ def test_core_importing_front_fails_naming_file_and_line(tmp_path: Path) -> None
     # core/thread.rs has two lines already: the import is on line 3.
     (line,) = violations(check(tmp_path, core__thread="use crate::front::log::Log;\n"))
     assert "src/core/thread.rs:3: crate::front::log::Log: upward import" in line
-    assert "core/ (layer 2) from front/ (layer 3)" in line
+    assert "core/ (layer 3) from front/ (layer 4)" in line
 
 
 def test_record_importing_control_fails_also_inline_and_under_cfg_test(tmp_path: Path) -> None:
@@ -130,22 +130,22 @@ def test_record_importing_control_fails_also_inline_and_under_cfg_test(tmp_path:
         "record/level.rs:7: crate::control::filter::enabled",
         "record/level.rs:10: super::super::super::control::settings",
     ]
-    assert all("record/ (layer 0) from control/ (layer 1)" in line for line in found)
+    assert all("record/ (layer 1) from control/ (layer 2)" in line for line in found)
 
 
 def test_importing_the_crate_root_is_upward(tmp_path: Path) -> None:
     (line,) = violations(check(tmp_path, dest__fd="use crate::Builder;\n"))
     assert "dest/fd.rs:2: crate::Builder: upward import" in line
-    assert "the top level, crate::Builder (layer 4)" in line
+    assert "the top level, crate::Builder (layer 5)" in line
 
 
 @pytest.mark.parametrize(
     ("importer", "path", "folders"),
     [
-        ("control__filter", "crate::dest::fd::write", "control/ from dest/, both layer 1"),
-        ("dest__fd", "crate::control::settings::Settings", "dest/ from control/, both layer 1"),
-        ("front__log", "crate::call::enter", "front/ from call/, both layer 3"),
-        ("call__mod", "crate::front::log::Log", "call/ from front/, both layer 3"),
+        ("control__filter", "crate::dest::fd::write", "control/ from dest/, both layer 2"),
+        ("dest__fd", "crate::control::settings::Settings", "dest/ from control/, both layer 2"),
+        ("front__log", "crate::call::enter", "front/ from call/, both layer 4"),
+        ("call__mod", "crate::front::log::Log", "call/ from front/, both layer 4"),
     ],
 )
 def test_sibling_folders_importing_each_other_fail(

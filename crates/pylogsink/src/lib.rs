@@ -186,6 +186,7 @@ mod dest;
 mod front;
 pub mod python;
 mod record;
+mod sys;
 
 pub use builder::{init, Builder, InitError, DEFAULT_ENV};
 pub use call::{call, call_enter, call_exit, error, flush, flush_lines};

@@ -11,6 +11,7 @@
 
 use crate::core::thread::THREAD;
 use crate::dest::route::daemon_avoids_python;
+use crate::sys;
 use pyo3::prelude::*;
 use std::sync::OnceLock;
 
@@ -44,7 +45,7 @@ pub(crate) fn avoid_python(py: Python<'_>) -> bool {
 /// handed away (and this thread ended) while they run:
 /// `sys.modules["threading"]._active[_thread.get_ident()]._daemonic`.
 fn is_joined_at_exit(py: Python<'_>) -> PyResult<bool> {
-    if is_process_main_thread() {
+    if sys::is_main_thread() {
         return Ok(true);
     }
     let modules = py.import("sys")?.getattr("modules")?;
@@ -56,19 +57,6 @@ fn is_joined_at_exit(py: Python<'_>) -> PyResult<bool> {
         return Ok(false);
     };
     Ok(!thread.getattr("_daemonic")?.extract::<bool>()?)
-}
-
-#[cfg(target_os = "linux")]
-fn is_process_main_thread() -> bool {
-    // The system call, not glibc's gettid(), which only glibc 2.30 and later
-    // have: the wheels and the C library promise glibc 2.28.
-    // SAFETY: gettid and getpid have no preconditions and cannot fail.
-    unsafe { libc::syscall(libc::SYS_gettid) as libc::pid_t == libc::getpid() }
-}
-
-#[cfg(not(target_os = "linux"))]
-fn is_process_main_thread() -> bool {
-    false
 }
 
 /// The hand-over: what a thread that must avoid Python (see

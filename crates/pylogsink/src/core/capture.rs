@@ -37,6 +37,7 @@ use crate::dest::fd;
 use crate::dest::pending::queue::wake_for_calls;
 use crate::dest::{Kept, Taken};
 use crate::record::{lock, lock_at_crash, HeldForFork};
+use crate::sys;
 use std::io;
 use std::os::fd::RawFd;
 use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU64, Ordering};
@@ -164,7 +165,7 @@ pub(crate) fn start(routes: [Option<CapturedTo>; 2]) -> io::Result<bool> {
     // SAFETY: fflush(NULL) flushes every open C stream; it takes no
     // pointer of ours.
     unsafe { libc::fflush(std::ptr::null_mut()) };
-    let control = pipe(libc::O_CLOEXEC | libc::O_NONBLOCK)?;
+    let control = pipe(true)?;
     let mut reads = [-1; 2];
     for (index, route) in routes.iter().enumerate() {
         let Some(route) = route else { continue };
@@ -215,20 +216,18 @@ fn begin(stream: &Stream, route: CapturedTo) -> io::Result<RawFd> {
         check(copy)?;
         stream.saved.store(copy, Ordering::Relaxed);
     } else {
-        // SAFETY: `saved` is a descriptor of ours (never closed); dup3
-        // points it at what `target` is now, atomically.
-        check(unsafe { libc::dup3(stream.target, saved, libc::O_CLOEXEC) })?;
+        // `saved` is a descriptor of ours (never closed), pointed at what
+        // `target` is now.
+        sys::dup_onto_cloexec(stream.target, saved)?;
     }
     let saved = stream.saved.load(Ordering::Relaxed);
     // The write end stays blocking, as writers of fd 1 and fd 2 expect.
-    let [read, write] = pipe(libc::O_CLOEXEC)?;
-    // SAFETY: fcntl on the two descriptors just made: the read end made
-    // non-blocking, the pipe enlarged where the system allows (a larger
-    // pipe means fewer wake-ups; failing is harmless).
-    unsafe {
-        libc::fcntl(read, libc::F_SETFL, libc::O_NONBLOCK);
-        libc::fcntl(write, libc::F_SETPIPE_SZ, BUDGET as libc::c_int);
-    }
+    let [read, write] = sys::pipe_cloexec()?;
+    // SAFETY: fcntl on the read end just made: made non-blocking.
+    unsafe { libc::fcntl(read, libc::F_SETFL, libc::O_NONBLOCK) };
+    // Enlarged where the system allows (a larger pipe means fewer
+    // wake-ups; failing is harmless).
+    sys::set_pipe_size(write, BUDGET);
     {
         let mut waiting = lock(&stream.waiting);
         waiting.lines.clear();
@@ -991,10 +990,15 @@ pub(crate) fn hold_for_fork() -> HeldForFork {
     })
 }
 
-fn pipe(flags: libc::c_int) -> io::Result<[RawFd; 2]> {
-    let mut fds = [-1; 2];
-    // SAFETY: `fds` has room for the two descriptors pipe2 writes.
-    check(unsafe { libc::pipe2(fds.as_mut_ptr(), flags) })?;
+/// A pipe that closes on `exec`, both ends non-blocking if `nonblocking`.
+fn pipe(nonblocking: bool) -> io::Result<[RawFd; 2]> {
+    let fds = sys::pipe_cloexec()?;
+    if nonblocking {
+        for fd in fds {
+            // SAFETY: fcntl on a descriptor just made: made non-blocking.
+            unsafe { libc::fcntl(fd, libc::F_SETFL, libc::O_NONBLOCK) };
+        }
+    }
     Ok(fds)
 }
 
@@ -1019,8 +1023,8 @@ mod tests {
 
     /// A stream whose "original" and pipe are a test's own.
     fn stream(to_python: bool) -> (Stream, [RawFd; 2], [RawFd; 2]) {
-        let input = pipe(libc::O_CLOEXEC).unwrap();
-        let output = pipe(libc::O_CLOEXEC | libc::O_NONBLOCK).unwrap();
+        let input = pipe(false).unwrap();
+        let output = pipe(true).unwrap();
         // SAFETY: fcntl on a descriptor of this test's own.
         unsafe { libc::fcntl(input[0], libc::F_SETFL, libc::O_NONBLOCK) };
         let stream = Stream::new(-1);

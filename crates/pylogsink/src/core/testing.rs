@@ -5,6 +5,7 @@
 use super::queue::write_queue;
 use crate::control::{set_stall_wait, stall_wait};
 use crate::dest::fd;
+use crate::sys;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::sync::MutexGuard;
 use std::time::Duration;
@@ -21,20 +22,14 @@ pub(crate) struct Pipe {
 impl Pipe {
     pub(crate) fn new() -> Pipe {
         let serial = crate::record::serial();
-        let mut fds = [0; 2];
-        // SAFETY: `fds` has room for the two descriptors pipe2 writes.
-        assert_eq!(unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) }, 0);
-        // SAFETY: pipe2 returned two new descriptors that nothing else owns.
+        let fds = sys::pipe_cloexec().unwrap();
+        // SAFETY: two new descriptors that nothing else owns.
         let (read, write) = unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
-        // SAFETY: fcntl on a descriptor we own; O_NONBLOCK on the read end
-        // only, and the smallest pipe the kernel makes: one page.
-        unsafe {
-            libc::fcntl(read.as_raw_fd(), libc::F_SETFL, libc::O_NONBLOCK);
-            assert_eq!(
-                libc::fcntl(write.as_raw_fd(), libc::F_SETPIPE_SZ, 4096),
-                4096
-            );
-        }
+        // SAFETY: fcntl on a descriptor we own: O_NONBLOCK on the read end.
+        unsafe { libc::fcntl(read.as_raw_fd(), libc::F_SETFL, libc::O_NONBLOCK) };
+        // The smallest pipe the kernel makes: one page (Linux).
+        #[cfg(target_os = "linux")]
+        assert_eq!(sys::set_pipe_size(write.as_raw_fd(), 4096), Some(4096));
         // What earlier tests left in the queue goes to /dev/null.
         let null = std::fs::OpenOptions::new()
             .write(true)

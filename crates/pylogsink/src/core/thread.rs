@@ -18,6 +18,7 @@ use crate::dest::{Sink, Taken};
 use crate::record::escape::decode_backslashreplace;
 use crate::record::format::Formatter;
 use crate::record::{lock, Level};
+use crate::sys;
 use std::cell::{Cell, RefCell};
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, MutexGuard};
@@ -307,24 +308,21 @@ fn os_thread_name() -> String {
     };
     let len = buf.iter().position(|&b| b == 0).unwrap_or(0);
     let name = String::from_utf8_lossy(&buf[..len]);
-    // The system call, not glibc's gettid() (glibc 2.30 and later only):
-    // the wheels and the C library promise glibc 2.28.
-    // SAFETY: gettid and getpid have no preconditions.
-    let (tid, pid) = unsafe {
-        (
-            libc::syscall(libc::SYS_gettid) as libc::pid_t,
-            libc::getpid(),
-        )
-    };
-    let process = std::fs::read_to_string("/proc/self/comm").ok();
-    thread_name(&name, rc == 0, tid, pid, process.as_deref())
+    let process = sys::process_name();
+    thread_name(
+        &name,
+        rc == 0,
+        sys::thread_id(),
+        sys::is_main_thread(),
+        process.as_deref(),
+    )
 }
 
 /// The name a thread gets: its OS name (`known` if that was read), unless
-/// it is empty or, on a thread other than the main one (`tid != pid`),
-/// the same as the process's (`process`, `/proc/self/comm`).
-fn thread_name(name: &str, known: bool, tid: i32, pid: i32, process: Option<&str>) -> String {
-    let inherited = tid != pid && process.map(str::trim_end) == Some(name);
+/// it is empty or, on a thread other than the process's first (`main`),
+/// the same as the process's (`process`).
+fn thread_name(name: &str, known: bool, tid: u64, main: bool, process: Option<&str>) -> String {
+    let inherited = !main && process.map(str::trim_end) == Some(name);
     if !known || name.is_empty() || inherited {
         format!("native-{tid}")
     } else {
@@ -355,13 +353,22 @@ mod tests {
     #[test]
     fn an_unnamed_thread_is_named_for_its_id() {
         let process = Some("python3.12\n");
-        assert_eq!(thread_name("python3.12", true, 7, 5, process), "native-7");
-        assert_eq!(thread_name("", true, 7, 5, process), "native-7");
-        assert_eq!(thread_name("x", false, 7, 5, process), "native-7");
-        assert_eq!(thread_name("loader-3", true, 7, 5, process), "loader-3");
+        assert_eq!(
+            thread_name("python3.12", true, 7, false, process),
+            "native-7"
+        );
+        assert_eq!(thread_name("", true, 7, false, process), "native-7");
+        assert_eq!(thread_name("x", false, 7, false, process), "native-7");
+        assert_eq!(thread_name("loader-3", true, 7, false, process), "loader-3");
         // The main thread keeps the process's name.
-        assert_eq!(thread_name("python3.12", true, 5, 5, process), "python3.12");
-        assert_eq!(thread_name("python3.12", true, 7, 5, None), "python3.12");
+        assert_eq!(
+            thread_name("python3.12", true, 5, true, process),
+            "python3.12"
+        );
+        assert_eq!(
+            thread_name("python3.12", true, 7, false, None),
+            "python3.12"
+        );
     }
 
     #[test]

@@ -22,8 +22,9 @@
 //! several threads never mix on a pipe.
 
 use crate::record::{lock, HeldForFork};
+use crate::sys::{self, write_nowait};
 use std::io;
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU64, Ordering};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
@@ -129,8 +130,18 @@ pub(crate) fn write_from_signal_handler(fd: RawFd, text: &[u8], deadline: Instan
                     0
                 }
                 // Files and terminals do not take RWF_NOWAIT; they do not
-                // wait for a reader either.
+                // wait for a reader either. A pipe whose room `fstat`
+                // tells (macOS) is written once the piece fits.
                 Some(libc::EOPNOTSUPP | libc::EINVAL | libc::ENOSYS) => {
+                    if !pipe_fits(fd, piece.len()) {
+                        if Instant::now() >= deadline {
+                            return false;
+                        }
+                        wait_for_room(fd, Duration::from_millis(1));
+                        // poll may report room the rule denies: a pause.
+                        std::thread::sleep(Duration::from_millis(1));
+                        continue;
+                    }
                     match write_plain(fd, piece) {
                         Ok(n) => n,
                         Err(_) => return false,
@@ -142,6 +153,18 @@ pub(crate) fn write_from_signal_handler(fd: RawFd, text: &[u8], deadline: Instan
         done += n;
     }
     true
+}
+
+/// Whether `len` bytes fit in `fd` now, where `fstat` tells a pipe's
+/// room (macOS); true for anything else. Async-signal-safe.
+fn pipe_fits(fd: RawFd, len: usize) -> bool {
+    if !cfg!(target_vendor = "apple") {
+        return true;
+    }
+    match fstat(fd) {
+        Ok(st) => sys::pipe_room(&st).is_none_or(|room| room >= len as u64),
+        Err(_) => true,
+    }
 }
 
 /// Writes one piece; `None` if there was no room within `wait`. The clock
@@ -169,6 +192,11 @@ fn write_piece_blocked(fd: RawFd, piece: &[u8], wait: Duration, first: Blocked) 
                 let left = deadline.saturating_duration_since(Instant::now());
                 if left.is_zero() || !wait_for_room(poll_fd, left) {
                     return None;
+                }
+                if cfg!(target_vendor = "apple") {
+                    // poll may report room the pipe rule denies: a pause
+                    // instead of a spin.
+                    std::thread::sleep(Duration::from_millis(1));
                 }
             }
             Err(Blocked::Interrupted) => {}
@@ -285,41 +313,6 @@ impl Kind {
     }
 }
 
-/// `pwritev2(fd, piece, -1, RWF_NOWAIT)`: write only if it needs no wait.
-fn write_nowait(fd: RawFd, piece: &[u8]) -> io::Result<usize> {
-    let iov = libc::iovec {
-        iov_base: piece.as_ptr() as *mut libc::c_void,
-        iov_len: piece.len(),
-    };
-    // The system call itself, not libc's wrapper: that one makes the call
-    // a cancellation point, which costs more user-space instructions than
-    // the rest of the write. Offset -1 (the file's own) is passed as its
-    // low half, 0 as its high half, as the kernel takes it on 64 bits.
-    // SAFETY: `iov` points at `piece`, which stays borrowed and alive for
-    // the whole call; the kernel only reads from it. An invalid `fd` makes
-    // the call fail with EBADF, nothing worse.
-    #[cfg(target_pointer_width = "64")]
-    let n = unsafe {
-        libc::syscall(
-            libc::SYS_pwritev2,
-            fd,
-            &iov as *const libc::iovec,
-            1,
-            -1 as libc::c_long,
-            0 as libc::c_long,
-            libc::RWF_NOWAIT,
-        )
-    };
-    // SAFETY: as above.
-    #[cfg(not(target_pointer_width = "64"))]
-    let n = unsafe { libc::pwritev2(fd, &iov, 1, -1, libc::RWF_NOWAIT) };
-    if n < 0 {
-        Err(io::Error::last_os_error())
-    } else {
-        Ok(n as usize)
-    }
-}
-
 fn write_plain(fd: RawFd, piece: &[u8]) -> io::Result<usize> {
     // SAFETY: `piece` is a live slice for the whole call and the kernel only
     // reads `piece.len()` bytes from it.
@@ -385,10 +378,21 @@ fn write_through_twin(fd: RawFd, st: &libc::stat, piece: &[u8]) -> Result<usize,
     if fd == stderr() && st.st_mode & libc::S_IFMT == libc::S_IFCHR {
         TERMINAL.store(true, Ordering::Relaxed);
     }
-    let key = (st.st_dev, st.st_ino, st.st_rdev);
+    if let Some(room) = sys::pipe_room(st) {
+        // A pipe whose room `fstat` tells (macOS): written only where the
+        // piece fits. Another writer may take that room first.
+        return if room >= piece.len() as u64 {
+            write_plain(fd, piece).map_err(|e| classify(e, fd))
+        } else {
+            Err(Blocked::Full(fd))
+        };
+    }
+    // The types of these fields differ between platforms.
+    #[allow(clippy::unnecessary_cast)]
+    let key = (st.st_dev as u64, st.st_ino as u64, st.st_rdev as u64);
     let mut twin = lock(&TWIN);
     if twin.as_ref().is_none_or(|t| t.key != key) {
-        *twin = open_twin(fd).map(|fd| Twin { key, fd });
+        *twin = sys::reopen_nonblocking(fd).map(|fd| Twin { key, fd });
     }
     match twin.as_ref() {
         Some(t) => write_plain(t.fd.as_raw_fd(), piece).map_err(|e| classify(e, t.fd.as_raw_fd())),
@@ -410,16 +414,6 @@ pub(crate) fn hold_for_fork() -> HeldForFork {
     crate::record::hold_for_fork(&TWIN)
 }
 
-fn open_twin(fd: RawFd) -> Option<OwnedFd> {
-    let path = format!("/proc/self/fd/{fd}\0");
-    let flags = libc::O_WRONLY | libc::O_NONBLOCK | libc::O_NOCTTY | libc::O_CLOEXEC;
-    // SAFETY: `path` is NUL-terminated and outlives the call.
-    let twin = unsafe { libc::open(path.as_ptr().cast(), flags) };
-    // SAFETY: a non-negative return is a new descriptor that nothing else
-    // owns, so `OwnedFd` may close it.
-    (twin >= 0).then(|| unsafe { OwnedFd::from_raw_fd(twin) })
-}
-
 /// Waits until `fd` reports room or `wait` passes; true if there is room.
 fn wait_for_room(fd: RawFd, wait: Duration) -> bool {
     let mut pfd = libc::pollfd {
@@ -438,10 +432,10 @@ fn wait_for_room(fd: RawFd, wait: Duration) -> bool {
 mod tests {
     use super::*;
 
+    use std::os::fd::FromRawFd;
+
     fn pipe() -> (OwnedFd, OwnedFd) {
-        let mut fds = [0; 2];
-        // SAFETY: `fds` has room for the two descriptors pipe2 writes.
-        assert_eq!(unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) }, 0);
+        let fds = sys::pipe_cloexec().unwrap();
         // SAFETY: both are new descriptors owned by nothing else.
         unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) }
     }

@@ -1,0 +1,114 @@
+//! Linux: `pipe2`, `dup3`, a pipe's size, `gettid`, `/proc`, and a write
+//! that cannot block (`pwritev2` with `RWF_NOWAIT`).
+
+use std::io;
+use std::os::fd::{FromRawFd, OwnedFd, RawFd};
+
+/// A pipe whose two ends close on `exec`.
+pub(crate) fn pipe_cloexec() -> io::Result<[RawFd; 2]> {
+    let mut fds = [-1; 2];
+    // SAFETY: `fds` has room for the two descriptors pipe2 writes.
+    check(unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) })?;
+    Ok(fds)
+}
+
+/// Points `onto` at what `from` is, atomically, closing on `exec`.
+pub(crate) fn dup_onto_cloexec(from: RawFd, onto: RawFd) -> io::Result<()> {
+    // SAFETY: dup3 only changes the descriptor table; invalid descriptors
+    // make it fail with EBADF.
+    check(unsafe { libc::dup3(from, onto, libc::O_CLOEXEC) }).map(drop)
+}
+
+/// Sets the buffer of the pipe behind `fd` to `bytes` where the system
+/// allows; the size it has now, or `None` if it could not be set.
+pub(crate) fn set_pipe_size(fd: RawFd, bytes: usize) -> Option<usize> {
+    let bytes = libc::c_int::try_from(bytes).ok()?;
+    // SAFETY: F_SETPIPE_SZ only resizes the pipe's buffer; a descriptor
+    // that is no pipe makes it fail.
+    let size = unsafe { libc::fcntl(fd, libc::F_SETPIPE_SZ, bytes) };
+    usize::try_from(size).ok()
+}
+
+/// The kernel's id of the calling thread (what `ps -L` shows).
+pub(crate) fn thread_id() -> u64 {
+    // The system call, not glibc's gettid(), which only glibc 2.30 and later
+    // have: the wheels and the C library promise glibc 2.28.
+    // SAFETY: gettid has no preconditions and cannot fail.
+    unsafe { libc::syscall(libc::SYS_gettid) as u64 }
+}
+
+/// Whether the calling thread is the process's first one.
+pub(crate) fn is_main_thread() -> bool {
+    // SAFETY: getpid has no preconditions and cannot fail.
+    thread_id() == unsafe { libc::getpid() } as u64
+}
+
+/// The process's name as the system shows it (`/proc/self/comm`).
+pub(crate) fn process_name() -> Option<String> {
+    let name = std::fs::read_to_string("/proc/self/comm").ok()?;
+    Some(name.trim_end().to_owned())
+}
+
+/// `pwritev2(fd, piece, -1, RWF_NOWAIT)`: writes only if that needs no
+/// wait. Files and terminals refuse it (`EOPNOTSUPP`); pipes, sockets and
+/// /dev/null take it on current kernels.
+pub(crate) fn write_nowait(fd: RawFd, piece: &[u8]) -> io::Result<usize> {
+    let iov = libc::iovec {
+        iov_base: piece.as_ptr() as *mut libc::c_void,
+        iov_len: piece.len(),
+    };
+    // The system call itself, not libc's wrapper: that one makes the call
+    // a cancellation point, which costs more user-space instructions than
+    // the rest of the write. Offset -1 (the file's own) is passed as its
+    // low half, 0 as its high half, as the kernel takes it on 64 bits.
+    // SAFETY: `iov` points at `piece`, which stays borrowed and alive for
+    // the whole call; the kernel only reads from it. An invalid `fd` makes
+    // the call fail with EBADF, nothing worse.
+    #[cfg(target_pointer_width = "64")]
+    let n = unsafe {
+        libc::syscall(
+            libc::SYS_pwritev2,
+            fd,
+            &iov as *const libc::iovec,
+            1,
+            -1 as libc::c_long,
+            0 as libc::c_long,
+            libc::RWF_NOWAIT,
+        )
+    };
+    // SAFETY: as above.
+    #[cfg(not(target_pointer_width = "64"))]
+    let n = unsafe { libc::pwritev2(fd, &iov, 1, -1, libc::RWF_NOWAIT) };
+    if n < 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(n as usize)
+    }
+}
+
+/// A second, non-blocking open file description of the file behind `fd`
+/// (a terminal, a pipe), opened through `/proc/self/fd`, so that `fd`'s
+/// own flags, shared with the rest of the process, stay as they are.
+pub(crate) fn reopen_nonblocking(fd: RawFd) -> Option<OwnedFd> {
+    let path = format!("/proc/self/fd/{fd}\0");
+    let flags = libc::O_WRONLY | libc::O_NONBLOCK | libc::O_NOCTTY | libc::O_CLOEXEC;
+    // SAFETY: `path` is NUL-terminated and outlives the call.
+    let twin = unsafe { libc::open(path.as_ptr().cast(), flags) };
+    // SAFETY: a non-negative return is a new descriptor that nothing else
+    // owns, so `OwnedFd` may close it.
+    (twin >= 0).then(|| unsafe { OwnedFd::from_raw_fd(twin) })
+}
+
+/// The room a pipe has by what `fstat` reports: Linux reports none, and
+/// needs none (`pwritev2` checks for room and writes in one step).
+pub(crate) fn pipe_room(_st: &libc::stat) -> Option<u64> {
+    None
+}
+
+fn check(ret: libc::c_int) -> io::Result<libc::c_int> {
+    if ret < 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(ret)
+    }
+}

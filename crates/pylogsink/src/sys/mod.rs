@@ -1,0 +1,22 @@
+//! The operating system's calls that differ between platforms, each behind
+//! one small function, so that the layers above read the same everywhere.
+//!
+//! Why a layer of its own: writing to fd 2 without blocking, making pipes
+//! and naming threads take different calls on Linux and macOS (and
+//! Windows has no file descriptors of its own at all). The decisions (how
+//! much room a pipe has, when a line is kept) stay above, shared; what
+//! changes per platform is only how the system is asked. Pure rules that
+//! only one platform needs live in [`rules`], compiled everywhere so that
+//! their unit tests run on every platform that builds the crate.
+
+pub(crate) mod rules;
+
+#[cfg(target_os = "linux")]
+mod linux;
+#[cfg(target_os = "linux")]
+pub(crate) use linux::*;
+
+#[cfg(target_vendor = "apple")]
+mod macos;
+#[cfg(target_vendor = "apple")]
+pub(crate) use macos::*;
