@@ -14,13 +14,14 @@ test: ## Build everything and run all tests on every CPython 3.11-3.15 (Debian's
 dist: ## Build the sdist and the manylinux_2_28 wheels (abi3, and one per CPython 3.12+ found) into dist/
 	scripts/dist.sh
 
-lint: ## Layer check of the crate's src/, actionlint on .github/workflows, cargo fmt --check and clippy (the workspace and the PyO3 example)
+lint: ## Layer check of the crate's src/, actionlint on .github/workflows, cargo fmt --check and clippy (the workspace and the PyO3 example; for macOS too)
 	python3 scripts/check_layers.py
 	scripts/lint_workflows.sh
 	cargo fmt --all -- --check
 	cargo clippy --all-targets -- -D warnings
 	cargo clippy --all-targets --all-features -- -D warnings
 	cd examples/pyo3-extension && cargo fmt -- --check && cargo clippy --all-targets -- -D warnings
+	scripts/lint_platforms.sh
 
 fuzz: ## Long escaping checks: 100M inputs against CPython, then cargo fuzz (nightly)
 	scripts/fuzz.sh
