@@ -6,10 +6,8 @@
 //! (a vendor library's `abort()`, `std::terminate`, a null pointer) would
 //! end the process with them, and they are the lines that explain the
 //! crash. So a handler for the fatal signals writes them to fd 2 first,
-//! then lets the signal do what it would have done: it puts the previous
-//! handler back (faulthandler's, when it is on, which prints its
-//! traceback) and raises the signal again, so the exit status and the core
-//! dump are unchanged.
+//! then lets the signal do what it would have done
+//! ([`sys::install_crash_handler`]).
 //!
 //! A signal handler may only make async-signal-safe calls: it allocates
 //! nothing, frees nothing and never blocks on a lock: it tries each for at
@@ -29,87 +27,21 @@ use crate::dest::pending::flight;
 use crate::dest::pending::PendingRecord;
 use crate::dest::CAP;
 use crate::record::{lock, lock_at_crash};
-use std::sync::{Mutex, Once, OnceLock};
+use crate::sys;
+use std::sync::{Mutex, Once};
 use std::time::Instant;
-
-/// The signals that end a process with lines still waiting.
-const SIGNALS: [libc::c_int; 5] = [
-    libc::SIGSEGV,
-    libc::SIGBUS,
-    libc::SIGILL,
-    libc::SIGFPE,
-    libc::SIGABRT,
-];
-
-/// The handlers that were there before, by the index of their signal.
-static PREVIOUS: OnceLock<[libc::sigaction; SIGNALS.len()]> = OnceLock::new();
 
 /// Where records for `logging` are formatted as text in the handler.
 static SCRATCH: Mutex<Vec<u8>> = Mutex::new(Vec::new());
 
-/// Installs the handler for [`SIGNALS`], once per process.
+/// Installs the crash handler, once per process: at the first fatal
+/// signal (a crash on Windows), what waits is written.
 pub(crate) fn install() {
     static INSTALLED: Once = Once::new();
     INSTALLED.call_once(|| {
         *lock(&SCRATCH) = Vec::with_capacity(CAP);
-        let previous = SIGNALS.map(|signal| {
-            // SAFETY: an all-zero `sigaction` is a valid value (SIG_DFL, no
-            // flags, an empty mask); `sigaction` with a null new action only
-            // writes the current one into it.
-            unsafe {
-                let mut old: libc::sigaction = std::mem::zeroed();
-                libc::sigaction(signal, std::ptr::null(), &mut old);
-                old
-            }
-        });
-        if PREVIOUS.set(previous).is_err() {
-            return;
-        }
-        for signal in SIGNALS {
-            // SAFETY: `action` is fully initialized: zeroed, then the
-            // handler (an `extern "C"` function with the three-argument
-            // signature that SA_SIGINFO requires), the flags and an empty
-            // mask. The previous action was saved above.
-            unsafe {
-                let mut action: libc::sigaction = std::mem::zeroed();
-                action.sa_sigaction = on_fatal_signal as *const () as usize;
-                action.sa_flags = libc::SA_SIGINFO | libc::SA_ONSTACK;
-                libc::sigemptyset(&mut action.sa_mask);
-                libc::sigaction(signal, &action, std::ptr::null_mut());
-            }
-        }
+        sys::install_crash_handler(write_waiting);
     });
-}
-
-/// The handler: writes what waits (once, whichever signal comes first),
-/// puts the previous handler back and raises the signal again. The signal
-/// is blocked while this runs, so it is delivered, to the previous
-/// handler, as this returns.
-extern "C" fn on_fatal_signal(
-    signal: libc::c_int,
-    _info: *mut libc::siginfo_t,
-    _context: *mut libc::c_void,
-) {
-    use std::sync::atomic::{AtomicBool, Ordering};
-    static WRITING: AtomicBool = AtomicBool::new(false);
-    if !WRITING.swap(true, Ordering::AcqRel) {
-        write_waiting();
-    }
-    let index = SIGNALS.iter().position(|&s| s == signal);
-    let previous = PREVIOUS.get().zip(index).map(|(p, i)| &p[i]);
-    // SAFETY: `previous` is an action that `sigaction` itself returned, and
-    // a null one leaves SIG_DFL; sigaction and raise are async-signal-safe.
-    unsafe {
-        match previous {
-            Some(previous) => libc::sigaction(signal, previous, std::ptr::null_mut()),
-            None => {
-                let mut default: libc::sigaction = std::mem::zeroed();
-                default.sa_sigaction = libc::SIG_DFL;
-                libc::sigaction(signal, &default, std::ptr::null_mut())
-            }
-        };
-        libc::raise(signal);
-    }
 }
 
 /// Writes every line and record that waits, each piece waiting for room

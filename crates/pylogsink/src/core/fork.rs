@@ -24,6 +24,7 @@ use super::{capture, queue, registry};
 use crate::control::{filter, pylevels};
 use crate::dest::{fd, pending};
 use crate::record::HeldForFork;
+use crate::sys;
 use std::cell::RefCell;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Once};
@@ -36,11 +37,8 @@ thread_local! {
 /// Installs the handlers, once per process.
 pub(crate) fn install() {
     static INSTALLED: Once = Once::new();
-    INSTALLED.call_once(|| {
-        // SAFETY: the three handlers are `extern "C" fn()` that never
-        // unwind (they catch panics) and live as long as the process.
-        unsafe { libc::pthread_atfork(Some(prepare), Some(in_parent), Some(in_child)) };
-    });
+    // The three handlers never unwind: they catch panics.
+    INSTALLED.call_once(|| sys::at_fork(prepare, in_parent, in_child));
 }
 
 /// Before the fork: takes every lock, the output capture's first, then the

@@ -289,29 +289,20 @@ pub(crate) fn identity() -> (u64, Arc<str>) {
     (current_id(), os_thread_name().into())
 }
 
-/// This thread's id: `pthread_self`, which is also what Python's
-/// `threading.get_ident` returns.
+/// This thread's id as Python's `threading.get_ident` gives it.
 pub(crate) fn current_id() -> u64 {
-    // SAFETY: pthread_self has no preconditions.
-    unsafe { libc::pthread_self() as u64 }
+    sys::python_thread_id()
 }
 
 /// The OS's name for this thread (what `ps -L` shows). A thread nobody
 /// named carries the process's name (`python3.12`), which in a `LogRecord`
 /// would pass for the interpreter's: it is `native-<tid>` instead.
 fn os_thread_name() -> String {
-    let mut buf = [0u8; 64];
-    // SAFETY: `buf` is valid for writes of its length, which is passed;
-    // the call writes a NUL-terminated name of at most that length.
-    let rc = unsafe {
-        libc::pthread_getname_np(libc::pthread_self(), buf.as_mut_ptr().cast(), buf.len())
-    };
-    let len = buf.iter().position(|&b| b == 0).unwrap_or(0);
-    let name = String::from_utf8_lossy(&buf[..len]);
+    let name = sys::thread_name();
     let process = sys::process_name();
     thread_name(
-        &name,
-        rc == 0,
+        name.as_deref().unwrap_or(""),
+        name.is_some(),
         sys::thread_id(),
         sys::is_main_thread(),
         process.as_deref(),

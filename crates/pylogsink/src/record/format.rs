@@ -43,20 +43,8 @@ pub fn format_record(out: &mut Vec<u8>, now: SystemTime, record: &Record<'_>, co
 }
 
 /// The time now, since the Unix epoch: what [`Formatter::format`] takes.
-/// One `clock_gettime`, without the checked arithmetic of
-/// `SystemTime::duration_since`, which costs more than the clock itself.
 pub fn now_since_epoch() -> Duration {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: `ts` is a valid, writable timespec for the whole call;
-    // CLOCK_REALTIME always exists, so the call cannot fail.
-    unsafe { libc::clock_gettime(libc::CLOCK_REALTIME, &mut ts) };
-    Duration::new(
-        ts.tv_sec.max(0) as u64,
-        ts.tv_nsec.clamp(0, 999_999_999) as u32,
-    )
+    crate::sys::now_since_epoch()
 }
 
 /// The message, its fields around it, and the newline.

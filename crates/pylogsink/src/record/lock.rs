@@ -32,13 +32,7 @@ pub(crate) fn lock_at_crash<T>(mutex: &Mutex<T>) -> Option<MutexGuard<'_, T>> {
             Ok(guard) => return Some(guard),
             Err(TryLockError::Poisoned(e)) => return Some(e.into_inner()),
             Err(TryLockError::WouldBlock) if Instant::now() < deadline => {
-                let pause = libc::timespec {
-                    tv_sec: 0,
-                    tv_nsec: 100_000,
-                };
-                // SAFETY: `pause` is a valid timespec; the remainder
-                // pointer may be null.
-                unsafe { libc::nanosleep(&pause, std::ptr::null_mut()) };
+                crate::sys::pause_briefly();
             }
             Err(TryLockError::WouldBlock) => return None,
         }

@@ -11,6 +11,15 @@
 
 pub(crate) mod rules;
 
+#[cfg(unix)]
+mod posix;
+#[cfg(unix)]
+pub(crate) use posix::*;
+#[cfg(unix)]
+mod signals;
+#[cfg(unix)]
+pub(crate) use signals::install_crash_handler;
+
 #[cfg(target_os = "linux")]
 mod linux;
 #[cfg(target_os = "linux")]

@@ -1,0 +1,64 @@
+//! What Linux and macOS share: the clock, a short pause, thread ids and
+//! names, through POSIX calls.
+
+use std::time::Duration;
+
+/// The time now, since the Unix epoch. One `clock_gettime`, without the
+/// checked arithmetic of `SystemTime::duration_since`, which costs more
+/// than the clock itself. Async-signal-safe.
+pub(crate) fn now_since_epoch() -> Duration {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: `ts` is a valid, writable timespec for the whole call;
+    // CLOCK_REALTIME always exists, so the call cannot fail.
+    unsafe { libc::clock_gettime(libc::CLOCK_REALTIME, &mut ts) };
+    Duration::new(
+        ts.tv_sec.max(0) as u64,
+        ts.tv_nsec.clamp(0, 999_999_999) as u32,
+    )
+}
+
+/// Sleeps 100 µs. Async-signal-safe (`nanosleep`), for a signal handler
+/// waiting for a lock to come free.
+pub(crate) fn pause_briefly() {
+    let pause = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 100_000,
+    };
+    // SAFETY: `pause` is a valid timespec; the remainder pointer may be
+    // null.
+    unsafe { libc::nanosleep(&pause, std::ptr::null_mut()) };
+}
+
+/// This thread's id as Python's `threading.get_ident` gives it:
+/// `pthread_self`.
+pub(crate) fn python_thread_id() -> u64 {
+    // SAFETY: pthread_self has no preconditions.
+    unsafe { libc::pthread_self() as u64 }
+}
+
+/// The OS's name for the calling thread (what `ps -L` shows), if it can
+/// be read.
+pub(crate) fn thread_name() -> Option<String> {
+    let mut buf = [0u8; 64];
+    // SAFETY: `buf` is valid for writes of its length, which is passed;
+    // the call writes a NUL-terminated name of at most that length.
+    let rc = unsafe {
+        libc::pthread_getname_np(libc::pthread_self(), buf.as_mut_ptr().cast(), buf.len())
+    };
+    if rc != 0 {
+        return None;
+    }
+    let len = buf.iter().position(|&b| b == 0).unwrap_or(0);
+    Some(String::from_utf8_lossy(&buf[..len]).into_owned())
+}
+
+/// Runs `prepare` in the thread that calls `fork()` just before it, then
+/// `parent` and `child` in the two processes just after it.
+pub(crate) fn at_fork(prepare: extern "C" fn(), parent: extern "C" fn(), child: extern "C" fn()) {
+    // SAFETY: the three handlers are `extern "C" fn()` that live as long as
+    // the process; the caller makes them never unwind.
+    unsafe { libc::pthread_atfork(Some(prepare), Some(parent), Some(child)) };
+}
