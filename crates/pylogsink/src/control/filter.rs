@@ -717,10 +717,13 @@ mod tests {
         assert_eq!(users.as_deref(), Some("info"));
         assert!(warning.expect("a warning").ends_with("is \"info\""));
 
-        use std::os::unix::ffi::OsStrExt;
-        let (users, warning) = from_env(var, Some(OsStr::from_bytes(b"info\xff")), "warn");
-        assert!(users.is_none());
-        assert!(warning.expect("a warning").contains("not valid UTF-8"));
+        #[cfg(unix)]
+        {
+            use std::os::unix::ffi::OsStrExt;
+            let (users, warning) = from_env(var, Some(OsStr::from_bytes(b"info\xff")), "warn");
+            assert!(users.is_none());
+            assert!(warning.expect("a warning").contains("not valid UTF-8"));
+        }
     }
 
     #[test]

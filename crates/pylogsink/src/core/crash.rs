@@ -198,6 +198,7 @@ mod tests {
     }
 
     #[test]
+    #[cfg(unix)] // a POSIX pipe (core/testing.rs)
     fn the_dump_of_an_overflowed_call_starts_with_its_note() {
         use crate::core::testing::Pipe;
         use crate::core::thread::THREAD;

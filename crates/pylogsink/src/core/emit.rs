@@ -223,7 +223,8 @@ fn fatal(call: &Shared, sink: Sink, record: &[u8], keep: impl FnOnce(&[u8], bool
     write_direct(sink, record, stall_wait(), keep);
 }
 
-#[cfg(test)]
+// They need POSIX pipes (core/testing.rs).
+#[cfg(all(test, unix))]
 mod tests {
     //! The routing table, run against a pipe of the test's own in place of
     //! fd 2: no Python, and the test runner's fd 2 untouched.

@@ -101,7 +101,8 @@ fn release(child: bool) {
     });
 }
 
-#[cfg(test)]
+// They need POSIX pipes (core/testing.rs).
+#[cfg(all(test, unix))]
 mod tests {
     use super::*;
     use crate::core::emit::emit_record;

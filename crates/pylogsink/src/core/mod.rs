@@ -9,6 +9,10 @@
 //! not known here: the Python edge (`call`) reads and writes this state
 //! with the GIL held.
 
+#[cfg(unix)]
+pub(crate) mod capture;
+#[cfg(windows)]
+#[path = "capture_windows.rs"]
 pub(crate) mod capture;
 pub(crate) mod crash;
 pub(crate) mod emit;

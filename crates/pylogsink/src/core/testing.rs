@@ -1,17 +1,21 @@
 //! For unit tests: fd 2 replaced by a pipe of the test's own, so that the
 //! routing can be checked without Python and without touching the test
-//! runner's own fd 2.
+//! runner's own fd 2. The pipe is a POSIX one: on Windows only the
+//! helpers that need none are built.
+#![cfg_attr(windows, allow(dead_code, unused_imports))]
 
 use super::queue::write_queue;
 use crate::control::{set_stall_wait, stall_wait};
 use crate::dest::fd;
 use crate::sys;
+#[cfg(unix)]
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::sync::MutexGuard;
 use std::time::Duration;
 
 /// fd 2 replaced by a one-page pipe, the stall wait made short, the
 /// process-wide queue emptied; all put back on drop.
+#[cfg(unix)]
 pub(crate) struct Pipe {
     read: OwnedFd,
     write: OwnedFd,
@@ -19,6 +23,7 @@ pub(crate) struct Pipe {
     _serial: MutexGuard<'static, ()>,
 }
 
+#[cfg(unix)]
 impl Pipe {
     pub(crate) fn new() -> Pipe {
         let serial = crate::record::serial();
@@ -89,6 +94,7 @@ impl Pipe {
     }
 }
 
+#[cfg(unix)]
 impl Drop for Pipe {
     fn drop(&mut self) {
         fd::redirect_for_test(fd::STDERR);

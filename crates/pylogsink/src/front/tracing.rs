@@ -314,7 +314,8 @@ impl Visit for SpanVisitor<'_> {
     }
 }
 
-#[cfg(test)]
+// They need POSIX pipes (core/testing.rs).
+#[cfg(all(test, unix))]
 mod tests {
     use super::*;
     use crate::core::testing::{records, Pipe};

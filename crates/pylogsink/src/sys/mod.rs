@@ -11,6 +11,10 @@
 
 pub(crate) mod rules;
 
+/// A file descriptor: the kernel's on Linux and macOS, the C runtime's on
+/// Windows.
+pub(crate) type RawFd = i32;
+
 #[cfg(unix)]
 mod posix;
 #[cfg(unix)]
@@ -29,3 +33,8 @@ pub(crate) use linux::*;
 mod macos;
 #[cfg(target_vendor = "apple")]
 pub(crate) use macos::*;
+
+#[cfg(windows)]
+mod windows;
+#[cfg(windows)]
+pub(crate) use windows::*;

@@ -1,113 +1,79 @@
-//! Writing to fd 2 without ever blocking longer than the caller allows.
-//!
-//! fd 2 may be a terminal nobody reads, or a pipe that a *Python* thread
-//! drains (Jupyter, `wurlitzer.pipes()`) and that cannot drain while we
-//! hold the GIL. A plain blocking `write(2)` there can hang forever, and
-//! fd 2 is shared with the rest of the process, so making it non-blocking
-//! is not ours to do. Instead each piece is written with a non-blocking
-//! write of our own:
+//! Linux and macOS: each piece is written with a write that cannot block:
 //!
 //! - `pwritev2(.., RWF_NOWAIT)` where the kernel supports it for the file
 //!   (pipes, sockets, /dev/null on current Linux): one system call, and the
 //!   kernel checks for room and writes in one step, so no other writer can
-//!   take the room in between;
+//!   take the room in between; `send` with `MSG_DONTWAIT` on a socket on
+//!   macOS;
 //! - a regular file or block device never needs room: a plain `write(2)`;
 //! - anything else (a terminal): a second open file description of the
-//!   same file, opened through `/proc/self/fd/2` with `O_NONBLOCK`, so
-//!   fd 2's own flags stay as they are.
+//!   same file, opened through `/proc/self/fd/2` (by its path on macOS)
+//!   with `O_NONBLOCK`, so fd 2's own flags stay as they are; a pipe on
+//!   macOS, which has no path, once `fstat` says the piece fits.
 //!
 //! When a piece finds no room, `poll(2)` waits for it until the deadline.
-//! A piece is at most [`PIPE_BUF`] bytes and ends at a line end where it
-//! can, so lines of up to 4096 bytes go out in one write and lines from
-//! several threads never mix on a pipe.
 
+use super::{next_piece, stderr, FAILED_BYTES, TERMINAL};
 use crate::record::{lock, HeldForFork};
 use crate::sys::{self, write_nowait};
 use std::io;
 use std::os::fd::{AsRawFd, OwnedFd, RawFd};
-use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-/// The process's standard error.
-pub(crate) const STDERR: RawFd = 2;
-
-/// Where pylogsink's lines go: fd 2, or, while an output capture has
-/// pointed fd 2 at its pipe ([`crate::core::capture`]), the copy it made
-/// of what fd 2 was before, so that pylogsink's own lines never go round
-/// through the capture; in unit tests, a pipe or file of the test's own
-/// ([`redirect_for_test`]), so that routing can be checked without Python
-/// and without touching the test runner's own fd 2.
-#[inline(always)]
-pub(crate) fn stderr() -> RawFd {
-    #[cfg(test)]
-    return TEST_TARGET.load(Ordering::Relaxed);
-    #[cfg(not(test))]
-    TARGET.load(Ordering::Relaxed)
-}
-
-/// See [`stderr`]: fd 2, or the capture's copy of the original.
-#[cfg_attr(test, allow(dead_code))]
-static TARGET: AtomicI32 = AtomicI32::new(STDERR);
-
-/// Points pylogsink's lines at `fd`, a descriptor that stays open for
-/// the rest of the process (a late writer may still use it), or back at
-/// fd 2 ([`STDERR`]).
-pub(crate) fn set_stderr_target(fd: RawFd) {
-    TARGET.store(fd, Ordering::Relaxed);
-}
-
-#[cfg(test)]
-static TEST_TARGET: AtomicI32 = AtomicI32::new(STDERR);
-
-/// Points [`stderr`] at `fd`; returns what it pointed at before. The
-/// caller holds [`serial`](crate::record::serial).
-#[cfg(test)]
-pub(crate) fn redirect_for_test(fd: RawFd) -> RawFd {
-    TEST_TARGET.swap(fd, Ordering::Relaxed)
-}
-
-/// The most bytes one `write(2)` to a pipe carries without mixing with
-/// other writers (POSIX `PIPE_BUF` on Linux).
-pub(crate) const PIPE_BUF: usize = 4096;
-
-/// Bytes that could not be written because fd 2 failed (closed, `EPIPE`,
-/// `EBADF`). Nothing else could be done with them; they are counted so
-/// that the accounting stays whole.
-static FAILED_BYTES: AtomicU64 = AtomicU64::new(0);
-
-/// Bytes dropped because fd 2 failed, since the process started.
-pub(crate) fn failed_bytes() -> u64 {
-    FAILED_BYTES.load(Ordering::Relaxed)
-}
-
-/// How long the next piece of `text` is: all of it if it fits in
-/// [`PIPE_BUF`], else up to the last line end within [`PIPE_BUF`] bytes,
-/// else (a line longer than that) [`PIPE_BUF`] bytes.
-pub(crate) fn next_piece(text: &[u8]) -> usize {
-    if text.len() <= PIPE_BUF {
-        return text.len();
-    }
-    match text[..PIPE_BUF].iter().rposition(|&b| b == b'\n') {
-        Some(end) => end + 1,
-        None => PIPE_BUF,
+/// Writes one piece; `None` if there was no room within `wait`. The clock
+/// is read only once the piece has found no room.
+#[inline]
+pub(super) fn write_piece(fd: RawFd, piece: &[u8], wait: Duration) -> Option<usize> {
+    match try_write(fd, piece) {
+        Ok(n) => Some(n),
+        Err(blocked) => write_piece_blocked(fd, piece, wait, blocked),
     }
 }
 
-/// Writes as much of `text` to `fd` as finds room, each piece waiting for
-/// room at most `wait`. Returns how many bytes went out (or were dropped
-/// because `fd` failed); the rest found no room.
-#[inline(always)]
-pub(crate) fn write_with_room(fd: RawFd, text: &[u8], wait: Duration) -> usize {
-    let mut done = 0;
-    while done < text.len() {
-        let piece = &text[done..done + next_piece(&text[done..])];
-        match write_piece(fd, piece, wait) {
-            Some(n) => done += n,
-            None => break,
+/// The rest of [`write_piece`] once a first try found no room, was
+/// interrupted or failed.
+#[cold]
+#[inline(never)]
+fn write_piece_blocked(fd: RawFd, piece: &[u8], wait: Duration, first: Blocked) -> Option<usize> {
+    let mut deadline = None;
+    let mut tried = Err(first);
+    loop {
+        match tried {
+            Ok(n) => return Some(n),
+            Err(Blocked::Full(poll_fd)) => {
+                let deadline = *deadline.get_or_insert_with(|| Instant::now() + wait);
+                let left = deadline.saturating_duration_since(Instant::now());
+                if left.is_zero() || !wait_for_room(poll_fd, left) {
+                    return None;
+                }
+            }
+            Err(Blocked::Interrupted) => {}
+            Err(Blocked::Failed) => {
+                FAILED_BYTES.fetch_add(piece.len() as u64, Ordering::Relaxed);
+                return Some(piece.len());
+            }
         }
+        tried = try_write(fd, piece);
     }
-    done
+}
+
+enum Blocked {
+    /// No room now; this descriptor reports when there is.
+    Full(RawFd),
+    /// A signal arrived; try again.
+    Interrupted,
+    /// The descriptor is unusable: closed, no reader, I/O error.
+    Failed,
+}
+
+fn classify(err: io::Error, fd: RawFd) -> Blocked {
+    match err.raw_os_error() {
+        Some(libc::EAGAIN) => Blocked::Full(fd),
+        Some(libc::EINTR) => Blocked::Interrupted,
+        _ => Blocked::Failed,
+    }
 }
 
 /// Writes `text` to `fd` from a signal handler, with async-signal-safe
@@ -164,65 +130,6 @@ fn pipe_fits(fd: RawFd, len: usize) -> bool {
     match fstat(fd) {
         Ok(st) => sys::pipe_room(&st).is_none_or(|room| room >= len as u64),
         Err(_) => true,
-    }
-}
-
-/// Writes one piece; `None` if there was no room within `wait`. The clock
-/// is read only once the piece has found no room.
-#[inline]
-fn write_piece(fd: RawFd, piece: &[u8], wait: Duration) -> Option<usize> {
-    match try_write(fd, piece) {
-        Ok(n) => Some(n),
-        Err(blocked) => write_piece_blocked(fd, piece, wait, blocked),
-    }
-}
-
-/// The rest of [`write_piece`] once a first try found no room, was
-/// interrupted or failed.
-#[cold]
-#[inline(never)]
-fn write_piece_blocked(fd: RawFd, piece: &[u8], wait: Duration, first: Blocked) -> Option<usize> {
-    let mut deadline = None;
-    let mut tried = Err(first);
-    loop {
-        match tried {
-            Ok(n) => return Some(n),
-            Err(Blocked::Full(poll_fd)) => {
-                let deadline = *deadline.get_or_insert_with(|| Instant::now() + wait);
-                let left = deadline.saturating_duration_since(Instant::now());
-                if left.is_zero() || !wait_for_room(poll_fd, left) {
-                    return None;
-                }
-                if cfg!(target_vendor = "apple") {
-                    // poll may report room the pipe rule denies: a pause
-                    // instead of a spin.
-                    std::thread::sleep(Duration::from_millis(1));
-                }
-            }
-            Err(Blocked::Interrupted) => {}
-            Err(Blocked::Failed) => {
-                FAILED_BYTES.fetch_add(piece.len() as u64, Ordering::Relaxed);
-                return Some(piece.len());
-            }
-        }
-        tried = try_write(fd, piece);
-    }
-}
-
-enum Blocked {
-    /// No room now; this descriptor reports when there is.
-    Full(RawFd),
-    /// A signal arrived; try again.
-    Interrupted,
-    /// The descriptor is unusable: closed, no reader, I/O error.
-    Failed,
-}
-
-fn classify(err: io::Error, fd: RawFd) -> Blocked {
-    match err.raw_os_error() {
-        Some(libc::EAGAIN) => Blocked::Full(fd),
-        Some(libc::EINTR) => Blocked::Interrupted,
-        _ => Blocked::Failed,
     }
 }
 
@@ -335,32 +242,7 @@ fn fstat(fd: RawFd) -> io::Result<libc::stat> {
     Ok(unsafe { st.assume_init() })
 }
 
-/// Whether fd 2 may be a terminal: set where a write found a character
-/// device there, cleared where [`stderr_is_terminal`] found it is not.
-static TERMINAL: AtomicBool = AtomicBool::new(false);
-
-/// Looks at fd 2 now: is it a terminal? Done once at init.
-pub(crate) fn check_terminal() {
-    TERMINAL.store(isatty(stderr()), Ordering::Relaxed);
-}
-
-/// Whether fd 2 is a terminal. Costs one load where it was not one when
-/// last seen (a pipe or a file, where the answer matters most and a
-/// system call per line would cost most), and an `isatty` where it was:
-/// a terminal is slow to write to anyway, and this way a terminal that
-/// was swapped for a pipe (`dup2`, as `wurlitzer` does) never gets color.
-pub(crate) fn stderr_is_terminal() -> bool {
-    if !TERMINAL.load(Ordering::Relaxed) {
-        return false;
-    }
-    let now = isatty(stderr());
-    if !now {
-        TERMINAL.store(false, Ordering::Relaxed);
-    }
-    now
-}
-
-fn isatty(fd: RawFd) -> bool {
+pub(super) fn isatty(fd: RawFd) -> bool {
     // SAFETY: isatty only asks the kernel about the descriptor; an invalid
     // one makes it return 0.
     unsafe { libc::isatty(fd) == 1 }
@@ -424,12 +306,18 @@ fn wait_for_room(fd: RawFd, wait: Duration) -> bool {
     let ms = wait.as_micros().div_ceil(1000).min(i32::MAX as u128) as i32;
     // SAFETY: `pfd` is one valid pollfd for the duration of the call.
     let n = unsafe { libc::poll(&mut pfd, 1, ms) };
+    if cfg!(target_vendor = "apple") {
+        // poll may report room the pipe rule denies: a pause instead of a
+        // spin.
+        std::thread::sleep(Duration::from_millis(1));
+    }
     // An error or hang-up also ends the wait: the write then reports it.
     n != 0
 }
 
 #[cfg(test)]
 mod tests {
+    use super::super::{failed_bytes, write_with_room};
     use super::*;
 
     use std::os::fd::FromRawFd;
@@ -438,17 +326,6 @@ mod tests {
         let fds = sys::pipe_cloexec().unwrap();
         // SAFETY: both are new descriptors owned by nothing else.
         unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) }
-    }
-
-    #[test]
-    fn pieces_end_at_line_ends() {
-        assert_eq!(next_piece(b"short\n"), 6);
-        let mut text = vec![b'a'; 3000];
-        text.push(b'\n');
-        text.extend(vec![b'b'; 3000]);
-        text.push(b'\n');
-        assert_eq!(next_piece(&text), 3001);
-        assert_eq!(next_piece(&vec![b'c'; 10_000]), PIPE_BUF);
     }
 
     #[test]
