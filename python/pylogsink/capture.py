@@ -184,7 +184,8 @@ def _after_fork_in_child() -> None:
     _put_handlers_back()
 
 
-os.register_at_fork(after_in_child=_after_fork_in_child)
+if hasattr(os, "register_at_fork"):  # no fork on Windows
+    os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
 def _stop_at_exit() -> None:

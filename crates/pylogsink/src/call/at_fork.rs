@@ -69,9 +69,16 @@ fn hooks(py: Python<'_>) -> PyResult<()> {
     kwargs.set_item("before", before)?;
     kwargs.set_item("after_in_parent", in_parent)?;
     kwargs.set_item("after_in_child", in_child)?;
-    py.import("os")?
-        .getattr("register_at_fork")?
-        .call((), Some(&kwargs))?;
+    os_register_at_fork(py, &kwargs)
+}
+
+/// `os.register_at_fork(**kwargs)`, where Python has it: nothing where
+/// processes cannot fork (Windows).
+pub(crate) fn os_register_at_fork(py: Python<'_>, kwargs: &Bound<'_, PyDict>) -> PyResult<()> {
+    let os = py.import("os")?;
+    if os.hasattr("register_at_fork")? {
+        os.getattr("register_at_fork")?.call((), Some(kwargs))?;
+    }
     Ok(())
 }
 

@@ -17,6 +17,7 @@
 //! `os._exit` from user code and SIGKILL run nothing: what waits then is
 //! lost, as a Python program's own buffered output is.
 
+use super::at_fork::os_register_at_fork;
 use super::{live, logging};
 use crate::control::stall::exit_wait;
 use crate::core::fork;
@@ -112,10 +113,7 @@ fn register(py: Python<'_>) -> PyResult<()> {
         })?;
     let kwargs = PyDict::new(py);
     kwargs.set_item("after_in_child", in_child)?;
-    py.import("os")?
-        .getattr("register_at_fork")?
-        .call((), Some(&kwargs))?;
-    Ok(())
+    os_register_at_fork(py, &kwargs)
 }
 
 /// Writes what waits, while the interpreter is whole: records for

@@ -243,9 +243,7 @@ fn restart_in_children(py: Python<'_>) {
         let registered = in_child.and_then(|in_child| {
             let kwargs = PyDict::new(py);
             kwargs.set_item("after_in_child", in_child)?;
-            py.import("os")?
-                .getattr("register_at_fork")?
-                .call((), Some(&kwargs))
+            at_fork::os_register_at_fork(py, &kwargs)
         });
         if let Err(err) = registered {
             err.write_unraisable(py, None);
