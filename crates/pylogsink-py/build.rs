@@ -1,5 +1,6 @@
 //! Builds the C ABI's static library (`crates/pylogsink-c`) into the Python
-//! package, next to its headers: `python/pylogsink/lib/libpylogsink.a`, and
+//! package, next to its headers: `python/pylogsink/lib/libpylogsink.a`
+//! (`pylogsink.lib` for MSVC), and
 //! `link-args.txt` with the system libraries it needs (what rustc prints as
 //! `native-static-libs`, less libpython, which the interpreter that loads
 //! the extension provides).
@@ -42,6 +43,7 @@ fn main() {
         "../../Cargo.toml",
         "../../Cargo.lock",
         "../../python/pylogsink/lib/libpylogsink.a",
+        "../../python/pylogsink/lib/pylogsink.lib",
         "../../python/pylogsink/lib/link-args.txt",
     ] {
         println!("cargo:rerun-if-changed={input}");
@@ -149,25 +151,34 @@ fn main() {
         .filter(|arg| !arg.is_empty() && !arg.starts_with("-lpython"))
         .collect();
 
-    let built = target_dir.join(&target).join("c-abi/libpylogsink_c.a");
+    // MSVC names a static library `name.lib`, every other toolchain
+    // `libname.a`.
+    let (built_name, shipped_name) = if target.contains("msvc") {
+        ("pylogsink_c.lib", "pylogsink.lib")
+    } else {
+        ("libpylogsink_c.a", "libpylogsink.a")
+    };
+    let built = target_dir.join(&target).join("c-abi").join(built_name);
     fs::create_dir_all(&lib_dir).expect("create python/pylogsink/lib");
     // Debug information is most of the size, and of no use to extensions.
-    // Without a `strip` (binutils) the library ships as rustc made it.
-    let stripped = out_dir.join("libpylogsink.a");
+    // Without a `strip` (binutils) that knows the target's objects, the
+    // library ships as rustc made it.
+    let stripped = out_dir.join(shipped_name);
     let strip = env::var_os("STRIP").unwrap_or_else(|| OsString::from("strip"));
-    let did_strip = Command::new(strip)
-        .arg("--strip-debug")
-        .arg("-o")
-        .arg(&stripped)
-        .arg(&built)
-        .status()
-        .is_ok_and(|status| status.success());
+    let did_strip = !target.contains("msvc")
+        && Command::new(strip)
+            .arg("--strip-debug")
+            .arg("-o")
+            .arg(&stripped)
+            .arg(&built)
+            .status()
+            .is_ok_and(|status| status.success());
     if !did_strip {
-        println!("cargo:warning=no strip: libpylogsink.a keeps its debug information");
-        fs::copy(&built, &stripped).expect("copy libpylogsink_c.a");
+        println!("cargo:warning=no strip: {shipped_name} keeps its debug information");
+        fs::copy(&built, &stripped).expect("copy the library");
     }
     let library = fs::read(&stripped).expect("read the library");
-    write_if_changed(&lib_dir.join("libpylogsink.a"), &library);
+    write_if_changed(&lib_dir.join(shipped_name), &library);
     write_if_changed(
         &lib_dir.join("link-args.txt"),
         format!("{}\n", libs.join("\n")).as_bytes(),

@@ -40,13 +40,15 @@ def get_include() -> str:
 
 
 def get_library() -> str:
-    """The path of the static library, ``libpylogsink.a``.
+    """The path of the static library: ``libpylogsink.a`` (``pylogsink.lib``
+    in a wheel built with MSVC).
 
     One library serves extensions for every CPython 3.11 and newer: it uses
     stable-ABI symbols only. Raises ``CLibraryMissingError`` (a
     ``RuntimeError``) if the package has no C library.
     """
-    return str(_lib_file("libpylogsink.a"))
+    msvc = _HERE / "lib" / "pylogsink.lib"
+    return str(msvc if msvc.is_file() else _lib_file("libpylogsink.a"))
 
 
 def get_link_args() -> list[str]:
@@ -64,5 +66,5 @@ def get_cmake_dir() -> str:
     Raises ``CLibraryMissingError`` (a ``RuntimeError``) if the package has
     no C library, which the config links."""
     _lib_file("link-args.txt")
-    _lib_file("libpylogsink.a")
+    get_library()
     return str(_HERE / "cmake")

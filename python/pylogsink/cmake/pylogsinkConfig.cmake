@@ -12,12 +12,19 @@
 get_filename_component(_pylogsink_root "${CMAKE_CURRENT_LIST_DIR}/.." ABSOLUTE)
 if(NOT TARGET pylogsink::pylogsink)
   file(STRINGS "${_pylogsink_root}/lib/link-args.txt" _pylogsink_link_args)
+  # MSVC names the library pylogsink.lib; every other toolchain
+  # libpylogsink.a.
+  set(_pylogsink_library "${_pylogsink_root}/lib/libpylogsink.a")
+  if(EXISTS "${_pylogsink_root}/lib/pylogsink.lib")
+    set(_pylogsink_library "${_pylogsink_root}/lib/pylogsink.lib")
+  endif()
   add_library(pylogsink::pylogsink STATIC IMPORTED)
   set_target_properties(pylogsink::pylogsink PROPERTIES
-    IMPORTED_LOCATION "${_pylogsink_root}/lib/libpylogsink.a"
+    IMPORTED_LOCATION "${_pylogsink_library}"
     INTERFACE_INCLUDE_DIRECTORIES "${_pylogsink_root}/include"
     INTERFACE_LINK_LIBRARIES "${_pylogsink_link_args}")
   unset(_pylogsink_link_args)
+  unset(_pylogsink_library)
 endif()
 unset(_pylogsink_root)
 set(pylogsink_FOUND TRUE)

@@ -147,22 +147,6 @@ pub(crate) fn daemon_avoids_python(linux: bool, version: (u8, u8, u8), daemon: b
     linux && daemon && version < (3, 13, 8)
 }
 
-/// The macOS pipe rule. macOS gives a new pipe as little as 512 bytes when
-/// pipe memory runs low, yet reports room in it, so a pipe that has not
-/// grown past 16 KiB counts as full once it holds 512 bytes.
-///
-/// `capacity` is the pipe's buffer size and `queued` the bytes in it.
-#[cfg_attr(not(test), allow(dead_code))] // not wired to macOS yet (docs/platforms.md)
-pub(crate) fn macos_pipe_counts_full(capacity: usize, queued: usize) -> bool {
-    const SMALL_PIPE: usize = 16 * 1024;
-    const SMALL_PIPE_LIMIT: usize = 512;
-    if capacity <= SMALL_PIPE {
-        queued >= SMALL_PIPE_LIMIT
-    } else {
-        queued >= capacity
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -290,14 +274,5 @@ mod tests {
         assert!(!daemon_avoids_python(true, (3, 14, 0), true));
         assert!(!daemon_avoids_python(false, (3, 11, 0), true));
         assert!(!daemon_avoids_python(true, (3, 11, 0), false));
-    }
-
-    #[test]
-    fn macos_small_pipes_count_full_at_512_bytes() {
-        assert!(!macos_pipe_counts_full(16 * 1024, 511));
-        assert!(macos_pipe_counts_full(16 * 1024, 512));
-        assert!(macos_pipe_counts_full(512, 512));
-        assert!(!macos_pipe_counts_full(64 * 1024, 512));
-        assert!(macos_pipe_counts_full(64 * 1024, 64 * 1024));
     }
 }

@@ -7,8 +7,9 @@
 pub(crate) const MACOS_SMALL_PIPE: u64 = 16 * 1024;
 
 /// How full a pipe on macOS that has not grown may be before it counts as
-/// full: such a pipe reports room it does not have, and a write that
-/// trusts the report blocks.
+/// full: macOS gives a new pipe as little as 512 bytes when pipe memory
+/// runs low, yet reports room in it, and a write that trusts the report
+/// blocks.
 pub(crate) const MACOS_SMALL_PIPE_FULL_AT: u64 = 512;
 
 /// The bytes a write to a pipe on macOS may take without blocking, from
