@@ -14,7 +14,7 @@ test: ## Build everything and run all tests on every CPython 3.11-3.15 (Debian's
 dist: ## Build the sdist and the manylinux_2_28 wheels (abi3, and one per CPython 3.12+ found) into dist/
 	scripts/dist.sh
 
-lint: ## Layer check of the crate's src/, actionlint on .github/workflows, cargo fmt --check and clippy (the workspace and the PyO3 example; for macOS too)
+lint: ## Layer check of the crate's src/, actionlint on .github/workflows, cargo fmt --check and clippy (the workspace and the PyO3 example; for macOS and Windows too)
 	python3 scripts/check_layers.py
 	scripts/lint_workflows.sh
 	cargo fmt --all -- --check

@@ -2,8 +2,9 @@
 # Usage: scripts/lint_platforms.sh
 #
 # clippy (warnings are errors) on every crate of the workspace, with the
-# tracing feature, for the platforms this Linux machine cannot run:
-# aarch64-apple-darwin and x86_64-apple-darwin. The standard library of
+# tracing feature, for the platforms this Linux machine does not run
+# natively: aarch64-apple-darwin, x86_64-apple-darwin and
+# x86_64-pc-windows-msvc. The standard library of
 # each is built from source by scripts/cross-rust.sh's cargo-cross, made
 # once into ~/.cache/pylogsink/cross (PYLOGSINK_CROSS to put it
 # elsewhere). The C library is not built (PYLOGSINK_CHECK_ONLY): checking
@@ -13,7 +14,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 cross=${PYLOGSINK_CROSS:-${XDG_CACHE_HOME:-$HOME/.cache}/pylogsink/cross}
 if ! rustup run nightly rustc -V >/dev/null 2>&1; then
-  echo "skipped: the macOS lint lanes need rustup's nightly toolchain, which is not installed"
+  echo "skipped: the macOS and Windows lint lanes need rustup's nightly toolchain, which is not installed"
   exit 0
 fi
 [ -x "$cross/bin/cargo-cross" ] || scripts/cross-rust.sh "$cross" >/dev/null
@@ -21,7 +22,7 @@ export CARGO_TARGET_DIR=$PWD/target/cross PYLOGSINK_CHECK_ONLY=1
 # pyo3's build script needs to be told the interpreter's version when it
 # cannot run one of the target's; the abi3 crates need no more.
 export PYO3_CROSS_PYTHON_VERSION=3.12
-for target in aarch64-apple-darwin x86_64-apple-darwin; do
+for target in aarch64-apple-darwin x86_64-apple-darwin x86_64-pc-windows-msvc; do
   echo "clippy for $target"
   "$cross/bin/cargo-cross" clippy -q --target "$target" --workspace --all-targets --all-features -- -D warnings
 done

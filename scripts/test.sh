@@ -29,7 +29,7 @@ cargo test --workspace --all-features
 RUSTDOCFLAGS="-D warnings" cargo doc -q --no-deps -p pylogsink --all-features
 # The PyO3 example is a project of its own (its own workspace and target/).
 (cd examples/pyo3-extension && cargo fmt -- --check && cargo clippy -q --all-targets -- -D warnings)
-step "clippy for macOS (aarch64 and x86_64), the standard library built from source; actionlint"
+step "clippy for macOS (aarch64 and x86_64) and Windows (MSVC), the standard library built from source; actionlint"
 scripts/lint_platforms.sh
 scripts/lint_workflows.sh
 
