@@ -492,11 +492,11 @@ fn noop_call(py: Python<'_>) -> PyResult<()> {
     pylogsink::call(py, || Ok(()))
 }
 
-/// What `pylogsink::flush` costs with nothing waiting, inside a call:
-/// nanoseconds per flush and per turn of an empty loop, each over `n`
-/// turns, measured in one run.
+/// What `pylogsink::flush` and `pylogsink::flush_lines` cost with nothing
+/// waiting, inside a call: nanoseconds per flush, per `flush_lines` and
+/// per turn of an empty loop, each over `n` turns, measured in one run.
 #[pyfunction]
-fn flush_cost(py: Python<'_>, n: u32) -> PyResult<(f64, f64)> {
+fn flush_cost(py: Python<'_>, n: u32) -> PyResult<(f64, f64, f64)> {
     pylogsink::call(py, || {
         let started = std::time::Instant::now();
         for _ in 0..n {
@@ -504,12 +504,17 @@ fn flush_cost(py: Python<'_>, n: u32) -> PyResult<(f64, f64)> {
         }
         let flushes = started.elapsed();
         let started = std::time::Instant::now();
+        for _ in 0..n {
+            pylogsink::flush_lines();
+        }
+        let flush_lines = started.elapsed();
+        let started = std::time::Instant::now();
         for i in 0..n {
             std::hint::black_box(i);
         }
         let empty = started.elapsed();
         let per = |d: std::time::Duration| d.as_nanos() as f64 / f64::from(n.max(1));
-        Ok((per(flushes), per(empty)))
+        Ok((per(flushes), per(flush_lines), per(empty)))
     })
 }
 
