@@ -69,6 +69,7 @@ for py in $(scripts/pythons.sh); do
   # waits on child processes.
   "$venv/bin/python" -m pytest -p no:cacheprovider -n 2 --durations=15 tests "$@" || status=1
   ran=$((ran + 1))
+  newest_py=$py
   if [ -z "${oldest_pyo3_on:-}" ] && "$py" -c 'import sys; sys.exit(sys.version_info >= (3, 14))'; then
     oldest_pyo3_on=$py
   fi
@@ -81,7 +82,7 @@ fi
 # older than 3.14 (PyO3 0.26 came out before 3.15).
 step "PyO3 0.26 to 0.30, each as cargo resolves it in an extension of its own; then 0.26's tests"
 if [ -n "${oldest_pyo3_on:-}" ]; then
-  scripts/test_pyo3_versions.sh "$oldest_pyo3_on" || status=1
+  scripts/test_pyo3_versions.sh "$oldest_pyo3_on" ${newest_py:+"$newest_py"} || status=1
   scripts/test_pyo3_oldest.sh "$oldest_pyo3_on" -n 2 "$@" || status=1
 else
   echo "skipped: the PyO3 versions are tested on a CPython 3.11 to 3.13, and none was found"

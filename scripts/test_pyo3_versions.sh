@@ -1,17 +1,20 @@
 #!/usr/bin/env bash
-# Usage: scripts/test_pyo3_versions.sh PYTHON
+# Usage: scripts/test_pyo3_versions.sh PYTHON [PYTHON...]
 #
 # pylogsink beside each PyO3 series it supports (0.26 to 0.30), as an
 # extension of a user's gets it: tests/pyo3_versions, a crate outside the
 # workspace with `pyo3 = "0.2X"` and pylogsink by path, is copied into
 # target/pyo3-versions/0.2X with no lock file, so cargo resolves every
 # crate afresh (what `cargo update` does to an old lock file), with no
-# pin and no --precise. Each copy must build; its module is then imported
-# by PYTHON (a CPython 3.11 or newer) and its binding's lines must reach a
-# replaced sys.stderr. The builds share target/pyo3-versions/target.
+# pin and no --precise. Each copy must build, for the stable ABI
+# (abi3-py311); its module is then imported by each PYTHON (CPython 3.11
+# or newer; the first one builds), its binding's lines must reach a
+# replaced sys.stderr, and it must learn that sys.stderr was replaced from
+# a dict watcher on CPython 3.12 and later (a lookup on 3.11). The builds
+# share target/pyo3-versions/target.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-[ $# -eq 1 ] || { echo "usage: $0 PYTHON" >&2; exit 2; }
+[ $# -ge 1 ] || { echo "usage: $0 PYTHON [PYTHON...]" >&2; exit 2; }
 py=$1
 root=$PWD
 work=$root/target/pyo3-versions
@@ -29,7 +32,8 @@ for series in 0.26 0.27 0.28 0.29 0.30; do
   (cd "$dir" && cargo build -q --lib)
   mkdir -p "$dir/module"
   cp "$CARGO_TARGET_DIR/debug/libpyo3_versions.so" "$dir/module/pyo3_versions.so"
-  "$py" - "$dir/module" "$resolved" <<'PY'
+  for each in "$@"; do
+    "$each" - "$dir/module" "$resolved" <<'PY'
 import io, re, sys
 sys.path.insert(0, sys.argv[1])
 import pyo3_versions
@@ -43,6 +47,10 @@ pyo3_versions.train(6)
 sys.stderr = sys.__stderr__
 lines = [line.split("] ", 1)[1] for line in buf.getvalue().splitlines()]
 assert lines == [f"step {i}" for i in range(6)], lines
-print(f"   built, imported, and its 6 lines reached a replaced sys.stderr")
+check = pyo3_versions.stderr_check()
+assert check == ("dict watcher" if sys.version_info >= (3, 12) else "lookup"), check
+version = "%d.%d" % sys.version_info[:2]
+print(f"   CPython {version}: imported; its 6 lines reached a replaced sys.stderr ({check})")
 PY
+  done
 done

@@ -301,9 +301,9 @@ def test_a_native_thread_started_at_import_reaches_a_replaced_stderr_and_logging
 @pytest.mark.parametrize("force_color", ["", "1"], ids=["plain", "CLICOLOR_FORCE"])
 def test_a_native_thread_follows_redirect_stderr_with_no_call_made(force_color: str) -> None:
     # No call ever ran: pylogsink's thread started at init. Where a watcher
-    # on sys.__dict__ tells each replacement (CPython 3.12+, a build for
-    # that version) every line goes to the new stream; elsewhere the first
-    # lines may go to fd 2 until pylogsink's thread looks (at most 100 ms).
+    # on sys.__dict__ tells each replacement (CPython 3.12+) every line goes
+    # to the new stream; on 3.11 the first lines may go to fd 2 until
+    # pylogsink's thread looks (at most 100 ms).
     # None ever has colour, whatever CLICOLOR_FORCE says (ipykernel sets it).
     env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTEST_", "PYLOGSINK_", "NO_COLOR", "CLICOLOR"))}
     if force_color:

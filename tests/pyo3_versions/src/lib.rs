@@ -26,11 +26,19 @@ fn helper(step: u32) {
     pylogsink::flush_lines();
 }
 
+/// How a call learns whether `sys.stderr` was replaced: "dict watcher" on
+/// CPython 3.12+, this abi3 build included; "lookup" on 3.11.
+#[pyfunction]
+fn stderr_check(py: Python<'_>) -> &'static str {
+    pylogsink::__private_api::stderr_check(py)
+}
+
 #[pymodule]
 fn pyo3_versions(m: &Bound<'_, PyModule>) -> PyResult<()> {
     pylogsink::Builder::new()
         .default_filter("warn")
         .init()
         .map_err(|e| pyo3::exceptions::PyRuntimeError::new_err(e.to_string()))?;
-    m.add_function(wrap_pyfunction!(train, m)?)
+    m.add_function(wrap_pyfunction!(train, m)?)?;
+    m.add_function(wrap_pyfunction!(stderr_check, m)?)
 }
