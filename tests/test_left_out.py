@@ -1,7 +1,7 @@
-"""``log_stats()["left_out"]`` (stats.rs): what a budget leaves out is
-counted once the note that reports it is written to fd 2 or handed to
-``logging``, so the count equals the total of the notes, in every
-destination: a call's lines for stderr, a call's records for ``logging``,
+"""``log_stats()["left_out"]`` (dest/dropped.rs): what a budget leaves out
+is counted the moment it leaves, and a note stands in its place where the
+buffer is written, so once the notes are out the count equals their total,
+in every destination: a call's lines for stderr, a call's records for ``logging``,
 the process-wide queue of lines logged outside any call, and the queue of
 records logged outside any call.
 
@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import subprocess
 import time
 
 from conftest import popen, python, records
@@ -174,3 +175,39 @@ def test_the_process_queue_counts_what_its_notes_say() -> None:
     assert left_out > 0, "the queue overflowed"
     assert len(records(text)) + left_out == count == got["info"]
     assert got["left_out"] == left_out
+
+
+def test_lines_are_counted_as_they_leave_while_fd_2_takes_nothing() -> None:
+    # fd 2 is a pipe the parent does not read: a call that holds the GIL
+    # logs 5,000 lines of 100 B, more than the pipe and the call's budget
+    # hold together. The count says lines are gone while nothing was read
+    # (no note could be written yet), and at the end the lines read and
+    # the notes' counts add up to what was logged.
+    count = 5000
+    child = popen(
+        f"""
+        import json, sys, time, pylogsink
+        started = time.monotonic()
+        pylogsink.runtime.log_lines({count}, size=100)
+        left_out = pylogsink.runtime.log_stats()["left_out"]
+        print(json.dumps({{"left_out": left_out, "after": time.monotonic() - started}}), flush=True)
+        sys.stdin.readline()
+        pylogsink.runtime.noop_in_call()
+        print(json.dumps(pylogsink.runtime.log_stats()), flush=True)
+        """,
+        env=child_env(),
+        stdin=subprocess.PIPE,
+    )
+    assert child.stdout is not None and child.stdin is not None
+    early = json.loads(child.stdout.readline())
+    assert early["left_out"] > 0, early
+    assert early["after"] < 1.0, early
+    child.stdin.write(b"go\n")
+    child.stdin.flush()
+    out, err = child.communicate(timeout=60)
+    assert child.returncode == 0, err.decode()
+    text = err.decode()
+    got = last_json(out.decode())
+    left_out = noted(text.splitlines())
+    assert got["left_out"] == left_out >= early["left_out"]
+    assert len(records(text)) + left_out == count == got["info"]

@@ -12,7 +12,6 @@ use super::write::{write_through_python, Written};
 use crate::control::stall_wait;
 use crate::core::capture::{self, STDERR, STDOUT};
 use crate::core::fork;
-use crate::core::stats::count_noted;
 use crate::dest::capture::{captured_to, CapturedTo};
 use crate::record::lock;
 use pyo3::prelude::*;
@@ -332,11 +331,8 @@ fn deliver_held(py: Python<'_>, _writing: &Writing) {
             continue;
         };
         match write_through_python(py, Ok(stream.into_bound(py)), &taken.text) {
-            Written::All => count_noted(&taken),
-            Written::ButFlushFailed(err) => {
-                count_noted(&taken);
-                err.write_unraisable(py, None);
-            }
+            Written::All => {}
+            Written::ButFlushFailed(err) => err.write_unraisable(py, None),
             Written::NoStream => py.detach(|| capture::write_original(index, taken)),
             Written::Failed(err) => {
                 err.write_unraisable(py, None);

@@ -14,7 +14,6 @@ use super::write::{write_through_python, Written};
 use crate::control::stall_wait;
 use crate::core::queue::{for_stream_pending, for_stream_take, for_stream_to_fd2, write_fd2};
 use crate::core::shared::Shared;
-use crate::core::stats::count_noted;
 use crate::core::thread::ThreadState;
 use crate::dest::Taken;
 use crate::record::lock;
@@ -126,11 +125,8 @@ pub(crate) fn write_lines(py: Python<'_>, stream: Option<Py<PyAny>>, lines: Take
         return py.detach(|| write_fd2(lines, stall_wait()));
     };
     match write_through_python(py, Ok(stream.into_bound(py)), &lines.text) {
-        Written::All => count_noted(&lines),
-        Written::ButFlushFailed(err) => {
-            count_noted(&lines);
-            err.write_unraisable(py, None);
-        }
+        Written::All => {}
+        Written::ButFlushFailed(err) => err.write_unraisable(py, None),
         Written::NoStream => py.detach(|| write_fd2(lines, stall_wait())),
         Written::Failed(err) => {
             err.write_unraisable(py, None);

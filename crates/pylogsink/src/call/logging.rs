@@ -34,7 +34,7 @@ use crate::core::fork;
 use crate::core::live as core_live;
 use crate::core::queue::{for_stream_pending, queue_pending_as_text, stderr_seen};
 use crate::core::registry::take_all_pending;
-use crate::core::stats::{count_python_wake, count_records_noted};
+use crate::core::stats::count_python_wake;
 use crate::core::thread::{current_id, THREAD};
 use crate::dest::pending::flight;
 use crate::dest::pending::queue::{self, Delivery, Woken};
@@ -380,7 +380,6 @@ fn deliver(py: Python<'_>, batch: Batch, until: Until) -> Option<PyErr> {
     if let Some(note) = batch.note() {
         let logger = logger_name(&prefix, "pylogsink");
         let err = handle_note(py, state, &logger, &note).err();
-        count_records_noted(batch);
         interrupt = interrupt.or(err.filter(|e| is_interrupt(py, e)));
     }
     let mut seen = Seen {

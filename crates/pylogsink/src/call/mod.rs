@@ -26,7 +26,6 @@ use crate::core::live as core_live;
 use crate::core::queue::{
     for_stream_pending, queue_pending, queue_pending_as_text, stderr_seen, write_fd2, write_queue,
 };
-use crate::core::stats::count_noted;
 use crate::core::thread::{ThreadState, THREAD};
 use crate::dest::pending::queue;
 use crate::dest::route::{return_plan, ReturnPlan};
@@ -449,14 +448,8 @@ fn write_text_at_return(py: Python<'_>, sink: Sink) -> Option<PyErr> {
                 py.detach(|| write_queue(stall_wait()));
             }
             match write_through_python(py, current_stderr(py), &taken.text) {
-                Written::All => {
-                    count_noted(&taken);
-                    None
-                }
-                Written::ButFlushFailed(err) => {
-                    count_noted(&taken);
-                    is_interrupt(py, &err).then_some(err)
-                }
+                Written::All => None,
+                Written::ButFlushFailed(err) => is_interrupt(py, &err).then_some(err),
                 Written::NoStream => {
                     write_fd2_detached(py, taken);
                     None

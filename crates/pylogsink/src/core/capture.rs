@@ -30,7 +30,6 @@
 //! A forked child has no drain thread: it points its fd 1 and fd 2 back at
 //! the originals and starts with nothing captured ([`hold_for_fork`]).
 
-use super::stats::count_noted;
 use crate::control::stall_wait;
 use crate::dest::capture::{hold_reading, CapturedTo, Held, Lines, BUDGET, PARTIAL_MAX};
 use crate::dest::fd;
@@ -495,10 +494,7 @@ pub(crate) fn write_original(index: usize, taken: Taken) {
     }
     let saved = STREAMS[index].saved.load(Ordering::Relaxed);
     let to = if saved >= 0 { saved } else { fd::stderr() };
-    let written = fd::write_with_room(to, &taken.text, stall_wait());
-    if written >= taken.note_len {
-        count_noted(&taken);
-    }
+    fd::write_with_room(to, &taken.text, stall_wait());
 }
 
 /// The drain thread: reads the pipes whenever they hold bytes, cuts them
@@ -869,9 +865,6 @@ fn pass_on(stream: &Stream, wait: Duration) -> bool {
         return true;
     }
     let written = fd::write_with_room(saved, &taken.text, wait);
-    if written >= taken.note_len {
-        count_noted(&taken);
-    }
     let all = written == taken.text.len();
     lock(&stream.waiting).kept.put_back(taken, written);
     all

@@ -14,12 +14,11 @@
 //! most 20 ms ([`lock_at_crash`]), since the other threads run on while it
 //! writes and one may hold a buffer for a moment; a buffer whose lock stays
 //! held, by the thread that crashed inside a push say, is skipped and
-//! counted in a note. Records for `logging` are formatted into a buffer allocated
+//! reported in a note. Records for `logging` are formatted into a buffer allocated
 //! when the handler is installed.
 
 use super::capture::{stop_reading_at_crash, write_rest_at_crash};
 use super::registry::visit_waiting;
-use super::stats::count_left_out;
 use crate::control::stall_wait;
 use crate::dest::fd::{self, write_from_signal_handler};
 use crate::dest::kept::{write_left_out_note, Limit};
@@ -80,7 +79,6 @@ fn write_waiting() {
             let _ = write_left_out_note(&mut note, n, unit, bytes, limit);
             note.push(b"\n");
             write(fd, note.as_bytes());
-            count_left_out(n);
         }
     };
     // The records being handed to `logging` right now came out of the
@@ -206,6 +204,7 @@ mod tests {
         let pipe = Pipe::new();
         install();
         THREAD.with(|t| t.enter(|| false, || -1));
+        let before = crate::core::stats::left_out();
         for i in 0..3000 {
             crate::core::emit::emit_record(&Record {
                 level: Level::Info,
@@ -216,7 +215,9 @@ mod tests {
                 fields: None,
             });
         }
-        let before = crate::core::stats::left_out();
+        // The lines were counted as they left the call's buffer (other
+        // tests may count theirs meanwhile: at least these).
+        let dropped = crate::core::stats::left_out() - before;
         // The pipe holds one page: read while the handler writes.
         let dump = std::thread::scope(|s| {
             let reader = s.spawn(|| pipe.read_all());
@@ -240,7 +241,7 @@ mod tests {
             .unwrap();
         let lines = dump.lines().count() as u64 - 1;
         assert_eq!(noted + lines, 3000);
-        assert_eq!(crate::core::stats::left_out() - before, noted);
+        assert!(dropped >= noted, "{dropped} counted, {noted} noted");
         assert!(dump.ends_with(&format!("line 2999 {}\n", "x".repeat(60))));
     }
 }

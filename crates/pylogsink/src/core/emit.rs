@@ -9,7 +9,7 @@
 
 use super::queue::{self, queue_pending, write_direct};
 use super::shared::Shared;
-use super::stats::{count_records_noted, EMITTED_ELSEWHERE};
+use super::stats::EMITTED_ELSEWHERE;
 use super::thread::{identity, Joined, ThreadState, THREAD};
 use crate::control::{stall_wait, to_logging};
 use crate::dest::fd;
@@ -203,19 +203,16 @@ fn outside_stderr_replaced(now: Duration) -> bool {
 fn fatal(call: &Shared, sink: Sink, record: &[u8], keep: impl FnOnce(&[u8], bool)) {
     let fatal = pending::queue::Fatal::begin(stall_wait());
     let queued = fatal.take();
-    count_records_noted(&queued);
     let mut waiting = queued.to_text();
     // Lines logged outside any call for a replaced `sys.stderr`, which
     // pylogsink's Python thread has not written yet.
     let for_stream = queue::for_stream_take();
     if !for_stream.text.is_empty() {
-        super::stats::count_noted(&for_stream);
         waiting.extend_from_slice(&for_stream.text);
     }
     if call.pending_any.load(Ordering::Relaxed) {
         call.pending_any.store(false, Ordering::Relaxed);
         let own = lock(&call.pending).take();
-        count_records_noted(&own);
         waiting.extend(own.to_text());
     }
     fd::write_with_room(fd::stderr(), &waiting, stall_wait());

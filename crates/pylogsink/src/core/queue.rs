@@ -11,7 +11,6 @@
 //! (pytest's capture, a notebook's cell): the line belongs in that stream,
 //! which only Python can write, so pylogsink's Python thread writes it.
 
-use super::stats::{count_noted, count_records_noted};
 use crate::dest::fd;
 use crate::dest::pending::Batch;
 use crate::dest::route::{on_no_room, NoRoom, Sink};
@@ -30,9 +29,6 @@ pub(crate) fn write_buffer(buffer: &Mutex<Kept>, wait: Duration) -> bool {
         return true;
     }
     let written = fd::write_with_room(fd::stderr(), &taken.text, wait);
-    if written >= taken.note_len {
-        count_noted(&taken);
-    }
     let all = written == taken.text.len();
     lock(buffer).put_back(taken, written);
     all
@@ -50,11 +46,7 @@ pub(crate) fn write_fd2(taken: Taken, wait: Duration) {
     } else {
         0
     };
-    // A note that went out counts its lines now; one that did not joins
-    // the queue's note, which counts them when it goes out.
-    if written >= taken.note_len {
-        count_noted(&taken);
-    }
+    // A note that did not go out joins the queue's note.
     if written < taken.text.len() {
         queue().append(taken, written);
         QUEUE_PENDING.store(true, Ordering::Release);
@@ -120,7 +112,6 @@ pub(crate) fn write_queue(wait: Duration) -> bool {
 
 /// Queues a batch of records for `logging` as text lines for fd 2.
 pub(crate) fn queue_pending_as_text(batch: &Batch) {
-    count_records_noted(batch);
     let mut queue = queue();
     batch.each_line(|line| queue.push(line));
     QUEUE_PENDING.store(true, Ordering::Release);

@@ -2,11 +2,10 @@
 //!
 //! Every record that passes the filter is counted by level, on its own
 //! thread, without a shared write; every line a full buffer leaves out is
-//! counted once the note that reports it is written. The sum over live
-//! threads is made by [`stats`](crate::stats).
+//! counted as it leaves ([`dropped`]). The sum over live threads is made
+//! by [`stats`](crate::stats).
 
-use crate::dest::pending::Batch;
-use crate::dest::Taken;
+use crate::dest::dropped;
 use crate::record::Level;
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -21,7 +20,8 @@ pub struct Stats {
     /// [`emitted`](Stats::emitted) by level, indexed by `Level as usize`
     /// (Trace first, Fatal last).
     pub by_level: [u64; 6],
-    /// Lines left out of a full buffer; each is counted in a written note.
+    /// Lines and records left out of a full buffer, counted as they left
+    /// it; a note stands in their place where the buffer is written.
     pub left_out: u64,
     /// Bytes dropped because fd 2 itself failed (closed, no reader).
     pub failed_bytes: u64,
@@ -34,9 +34,6 @@ pub struct Stats {
 /// Records emitted, by level, by threads that have ended or that emitted
 /// while their thread-local state was gone.
 pub(crate) static EMITTED_ELSEWHERE: PerLevel = PerLevel::new();
-/// Lines and records left out of full buffers, once their note was written.
-static LEFT_OUT: AtomicU64 = AtomicU64::new(0);
-
 /// Times pylogsink's Python thread took the GIL.
 static PYTHON_WAKES: AtomicU64 = AtomicU64::new(0);
 
@@ -50,26 +47,9 @@ pub(crate) fn python_wakes() -> u64 {
     PYTHON_WAKES.load(Ordering::Relaxed)
 }
 
-/// Lines left out so far, as written notes reported them.
+/// Lines and records left out so far.
 pub(crate) fn left_out() -> u64 {
-    LEFT_OUT.load(Ordering::Relaxed)
-}
-
-/// Adds the lines that a written note reports to the count.
-pub(crate) fn count_noted(taken: &Taken) {
-    LEFT_OUT.fetch_add(taken.left_out_lines, Ordering::Relaxed);
-}
-
-/// Adds the records that a batch's note reports to the count, once the
-/// note was handed to `logging` or written as text.
-pub(crate) fn count_records_noted(batch: &Batch) {
-    LEFT_OUT.fetch_add(batch.left_out, Ordering::Relaxed);
-}
-
-/// Adds `n` lines or records left out to the count, where their note was
-/// written by hand (the crash handler). An atomic add: signal-safe.
-pub(crate) fn count_left_out(n: u64) {
-    LEFT_OUT.fetch_add(n, Ordering::Relaxed);
+    dropped::total()
 }
 
 /// A count per level.

@@ -179,6 +179,7 @@ impl Kept {
             // own: its bytes are counted, its line was already.
             self.left_out_lines += u64::from(!old_is_rest);
             self.left_out_bytes += old as u64;
+            super::dropped::count(u64::from(!old_is_rest));
             self.newline_first |= old_is_rest;
         }
         if self.head > 0 && self.head >= self.data.len() / 2 {

@@ -8,6 +8,7 @@
 //! settings: the core passes what it needs.
 
 pub(crate) mod capture;
+pub(crate) mod dropped;
 pub(crate) mod fd;
 pub(crate) mod kept;
 pub(crate) mod pending;

@@ -245,6 +245,7 @@ impl Pending {
             self.bytes -= old.size();
             self.left_out += 1;
             self.left_out_bytes += old.size() as u64;
+            super::dropped::count(1);
         }
     }
 
