@@ -7,7 +7,7 @@
 # x86_64-pc-windows-msvc. The standard library of
 # each is built from source by scripts/cross-rust.sh's cargo-cross, made
 # once into ~/.cache/pylogsink/cross (PYLOGSINK_CROSS to put it
-# elsewhere). The C library is not built (PYLOGSINK_CHECK_ONLY): checking
+# elsewhere), which also keeps what the checks build. The C library is not built (PYLOGSINK_CHECK_ONLY): checking
 # needs no linker. Prints "skipped: ..." and exits 0 where no nightly
 # toolchain is installed (cargo-cross needs one).
 set -euo pipefail
@@ -18,7 +18,9 @@ if ! rustup run nightly rustc -V >/dev/null 2>&1; then
   exit 0
 fi
 [ -x "$cross/bin/cargo-cross" ] || scripts/cross-rust.sh "$cross" >/dev/null
-export CARGO_TARGET_DIR=$PWD/target/cross PYLOGSINK_CHECK_ONLY=1
+# The standard libraries built from source are kept beside the toolchain,
+# for the next run and the next clone.
+export CARGO_TARGET_DIR=$cross/target PYLOGSINK_CHECK_ONLY=1
 # pyo3's build script needs to be told the interpreter's version when it
 # cannot run one of the target's; the abi3 crates need no more.
 export PYO3_CROSS_PYTHON_VERSION=3.12
