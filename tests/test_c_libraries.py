@@ -29,7 +29,7 @@ from conftest import build_extension, import_built, kernel_result
 HERE = Path(__file__).parent
 PACKAGES = ["libavcodec", "libavutil", "libcurl", "sqlite3"]
 FRAMES = 200  # each logs one "qp:" line at AV_LOG_DEBUG with debug=1 (FF_DEBUG_PICT_INFO)
-AV_LOG_INFO, AV_LOG_SKIP_REPEATED = 32, 1
+AV_LOG_WARNING, AV_LOG_INFO, AV_LOG_SKIP_REPEATED = 24, 32, 1
 
 
 def have(package: str) -> bool:
@@ -308,6 +308,24 @@ def test_a_line_made_in_several_calls_is_one_record(av: Any, capsys: pytest.Capt
     av.log(AV_LOG_INFO, b"part one, ")
     av.log(AV_LOG_INFO, b"part two\n")
     assert lines(capsys.readouterr().err) == ["part one, part two"]
+
+
+def test_a_part_whose_line_never_ends_is_a_record_at_its_own_level(av: Any, capsys: pytest.CaptureFixture[str]) -> None:
+    # A part without its newline, then a message of another level: two
+    # records, each at its own level, none merged into the other.
+    av.log(AV_LOG_INFO, b"a part, ")
+    av.log(AV_LOG_WARNING, b"a warning\n")
+    found = re.findall(r" (\w+) +ffmpeg\] (.*)", capsys.readouterr().err)
+    assert found == [("INFO", "a part, "), ("WARN", "a warning")]
+    # A thread whose last message has no newline: logged when it ends
+    # (outside any call: pylogsink's thread writes it to capsys's stream).
+    av.log_in_thread(AV_LOG_INFO, b"the thread's last part")
+    err, give_up = "", time.monotonic() + 5
+    while "last part" not in err and time.monotonic() < give_up:
+        time.sleep(0.02)
+        err += capsys.readouterr().err
+    found = re.findall(r" (\w+) +ffmpeg\] (.*)", err)
+    assert found == [("INFO", "the thread's last part")]
 
 
 def test_hostile_and_huge_messages_are_escaped_and_cut(av: Any, capsys: pytest.CaptureFixture[str]) -> None:

@@ -15,7 +15,10 @@
  * ("ffmpeg=debug"), not av_log_set_level: FFmpeg leaves the level to a
  * callback it is given. A line FFmpeg writes in several calls (its
  * macroblock dumps) is gathered per thread and logged once whole (up to
- * 2 KiB; a longer part is a record of its own, cut at 64 KiB). With
+ * 2 KiB; a longer part is a record of its own, cut at 64 KiB). A part
+ * whose line never ends is a record of its own, at its own level: when
+ * the thread's next message has another level or context, or when the
+ * thread ends (the process's first thread: at exit). With
  * av_log_set_flags(AV_LOG_SKIP_REPEATED), a thread's repeats of the same
  * line become one record "Last message repeated N times" before its next
  * other line.
@@ -24,7 +27,9 @@
 
 #include <libavutil/log.h>
 #include <pylogsink_emit.h>
+#include <pthread.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 /* FFmpeg's PANIC and FATAL come before it gives up on a stream, not on the
@@ -46,11 +51,14 @@ static void target_of(void *ptr, char *target, size_t size) {
         snprintf(target, size, "ffmpeg");
 }
 
-/* A thread's line under way, and its last whole line (for the repeats). */
+/* A thread's line under way (its level and target), and its last whole
+   line (for the repeats). */
 #define LINE_MAX_BYTES 2048
 static _Thread_local struct {
     char text[LINE_MAX_BYTES];
     size_t len;
+    int level;
+    char target[64];
     char last[LINE_MAX_BYTES];
     char last_target[64];
     int last_level;
@@ -75,6 +83,29 @@ static void emit_line(int level, const char *target, const char *text, size_t le
     }
 }
 
+/* The part under way, whose line did not end, as a record of its own. */
+static void emit_part(void) {
+    if (line.len == 0) return;
+    line.text[line.len] = '\0';
+    emit_line(line.level, line.target, line.text, line.len);
+    line.len = 0;
+    line.text[0] = '\0';
+}
+
+/* A thread's part under way is logged when the thread ends: a key whose
+   destructor runs then (it is given a non-null value once the thread has
+   a part), and, for the process's first thread, an atexit function. */
+static pthread_key_t part_key;
+static pthread_once_t part_once = PTHREAD_ONCE_INIT;
+static void part_at_thread_end(void *unused) {
+    (void)unused;
+    emit_part();
+}
+static void part_at_exit(void) { emit_part(); }
+static void make_part_key(void) {
+    if (pthread_key_create(&part_key, part_at_thread_end) == 0) atexit(part_at_exit);
+}
+
 void ffmpeg_pylogsink(void *ptr, int av_level, const char *fmt, va_list args) {
     char target[64];
     int level;
@@ -83,6 +114,8 @@ void ffmpeg_pylogsink(void *ptr, int av_level, const char *fmt, va_list args) {
     level = level_of(av_level & 0xff);       /* the bits above are colours */
     target_of(ptr, target, sizeof target);
     if (!pylogsink_enabled(level, target)) return; /* nothing formatted */
+    if (line.len > 0 && (level != line.level || strcmp(target, line.target) != 0))
+        emit_part(); /* not this message's start: a record of its own */
     n = strlen(fmt);
     if (line.len == 0 && n > 0 && fmt[n - 1] == '\n' && !(av_log_get_flags() & AV_LOG_SKIP_REPEATED)) {
         /* The common case: one whole line, formatted on the stack. */
@@ -105,9 +138,21 @@ void ffmpeg_pylogsink(void *ptr, int av_level, const char *fmt, va_list args) {
             return;
         }
         va_end(again);
-        if (m > 0) line.len += (size_t)m;
+        if (m > 0) {
+            if (line.len == 0) {
+                line.level = level;
+                snprintf(line.target, sizeof line.target, "%s", target);
+            }
+            line.len += (size_t)m;
+        }
     }
-    if (line.len == 0 || line.text[line.len - 1] != '\n') return; /* more to come */
+    if (line.len == 0) return;
+    if (line.text[line.len - 1] != '\n') {
+        /* More to come: the thread's end logs it if nothing does before. */
+        pthread_once(&part_once, make_part_key);
+        pthread_setspecific(part_key, &line);
+        return;
+    }
     if (line.text[line.len - 1] == '\n') line.text[--line.len] = '\0';
     emit_line(level, target, line.text, line.len);
     line.len = 0;

@@ -217,6 +217,28 @@ static PyObject *log_text(PyObject *self, PyObject *args) {
     Py_RETURN_NONE;
 }
 
+struct logged {
+    int level;
+    const char *text;
+};
+
+static void *log_then_end(void *arg) {
+    struct logged *logged = arg;
+    av_log(NULL, logged->level, "%s", logged->text);
+    return NULL;
+}
+
+static PyObject *log_in_thread(PyObject *self, PyObject *args) {
+    struct logged logged;
+    Py_ssize_t len;
+    pthread_t thread;
+    if (!PyArg_ParseTuple(args, "iy#", &logged.level, &logged.text, &len)) return NULL;
+    Py_BEGIN_ALLOW_THREADS
+    if (pthread_create(&thread, NULL, log_then_end, &logged) == 0) pthread_join(thread, NULL);
+    Py_END_ALLOW_THREADS
+    Py_RETURN_NONE;
+}
+
 static PyObject *set_flags(PyObject *self, PyObject *arg) {
     av_log_set_flags((int)PyLong_AsLong(arg));
     if (PyErr_Occurred()) return NULL;
@@ -236,6 +258,8 @@ static PyMethodDef methods[] = {
      "decode(packets, threads=4, debug=0, gil=False): frames decoded."},
     {"wait_frames", wait_frames, METH_O, "Waits with the GIL held for n frames of a decode under way."},
     {"log", log_text, METH_VARARGS, "log(level, text, times=1): av_log(NULL, level, \"%s\", text)."},
+    {"log_in_thread", log_in_thread, METH_VARARGS,
+     "log_in_thread(level, text): av_log(NULL, level, \"%s\", text) on a thread that then ends."},
     {"set_flags", set_flags, METH_O, "av_log_set_flags(flags)."},
     {"set_level", set_level, METH_O, "av_log_set_level(level): the default and python callbacks' level."},
     {NULL, NULL, 0, NULL},
