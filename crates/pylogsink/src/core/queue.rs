@@ -178,7 +178,12 @@ pub(crate) fn stderr_replaced(now_ms: u64) -> (bool, bool) {
         return (replaced, false);
     }
     let look_since = STDERR_LOOK_SINCE_MS.load(Ordering::Acquire);
-    let answer = outside_answer(replaced, now_ms, look_since);
+    let held = if look_since == 0 {
+        0
+    } else {
+        lock(&FOR_STREAM).len_bytes()
+    };
+    let answer = outside_answer(replaced, now_ms, look_since, held);
     if answer == Outside::Ask
         && STDERR_LOOK_SINCE_MS
             .compare_exchange(0, now_ms.max(1), Ordering::AcqRel, Ordering::Relaxed)
@@ -206,15 +211,21 @@ pub(crate) enum Outside {
     Wait,
 }
 
+/// The most bytes of lines that wait for a look before the last answer
+/// stands: half the buffer they wait in, so that a burst while Python is
+/// busy goes on to fd 2 rather than out of the buffer.
+pub(crate) const HOLD_MAX: usize = CAP / 2;
+
 /// [`Outside`] for a line at `now_ms`, from the answer last seen
-/// (`replaced`) and since when a look is awaited (`look_since_ms`, 0 for
-/// none). A look that stays unanswered past [`STDERR_FRESH_MS`] (Python
-/// busy: the thread cannot run) lets the last answer stand, so that lines
-/// still reach fd 2 while Python is busy.
-pub(crate) fn outside_answer(replaced: bool, now_ms: u64, look_since_ms: u64) -> Outside {
+/// (`replaced`), since when a look is awaited (`look_since_ms`, 0 for
+/// none) and the bytes of lines waiting for it (`held`). A look that stays
+/// unanswered past [`STDERR_FRESH_MS`], or while [`HOLD_MAX`] bytes wait
+/// (Python busy: the thread cannot run), lets the last answer stand, so
+/// that lines still reach fd 2 while Python is busy.
+pub(crate) fn outside_answer(replaced: bool, now_ms: u64, look_since_ms: u64, held: usize) -> Outside {
     if look_since_ms == 0 {
         Outside::Ask
-    } else if now_ms.saturating_sub(look_since_ms) < STDERR_FRESH_MS {
+    } else if now_ms.saturating_sub(look_since_ms) < STDERR_FRESH_MS && held < HOLD_MAX {
         Outside::Wait
     } else {
         Outside::LastSeen(replaced)
@@ -303,19 +314,25 @@ mod outside_tests {
 
     #[test]
     fn with_no_look_awaited_a_line_asks() {
-        assert_eq!(outside_answer(false, 1050, 0), Outside::Ask);
-        assert_eq!(outside_answer(true, 1050, 0), Outside::Ask);
+        assert_eq!(outside_answer(false, 1050, 0, 0), Outside::Ask);
+        assert_eq!(outside_answer(true, 1050, 0, 0), Outside::Ask);
     }
 
     #[test]
     fn the_lines_after_it_wait_for_the_look() {
-        assert_eq!(outside_answer(false, 1150, 1100), Outside::Wait);
-        assert_eq!(outside_answer(true, 1199, 1100), Outside::Wait);
+        assert_eq!(outside_answer(false, 1150, 1100, 100), Outside::Wait);
+        assert_eq!(outside_answer(true, 1199, 1100, HOLD_MAX - 1), Outside::Wait);
     }
 
     #[test]
     fn a_look_nobody_answers_lets_the_last_answer_stand() {
-        assert_eq!(outside_answer(false, 1200, 1100), Outside::LastSeen(false));
-        assert_eq!(outside_answer(true, 5000, 1100), Outside::LastSeen(true));
+        assert_eq!(outside_answer(false, 1200, 1100, 0), Outside::LastSeen(false));
+        assert_eq!(outside_answer(true, 5000, 1100, 0), Outside::LastSeen(true));
+    }
+
+    #[test]
+    fn a_burst_while_python_is_busy_goes_on_before_the_buffer_is_full() {
+        assert_eq!(outside_answer(false, 1110, 1100, HOLD_MAX), Outside::LastSeen(false));
+        assert_eq!(outside_answer(true, 1110, 1100, HOLD_MAX), Outside::LastSeen(true));
     }
 }
