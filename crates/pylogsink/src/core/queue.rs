@@ -144,44 +144,92 @@ static FOR_STREAM_PENDING: AtomicBool = AtomicBool::new(false);
 /// Whether `sys.stderr` was replaced when Python was last asked: at an
 /// outermost call's entry, or by pylogsink's Python thread.
 static STDERR_REPLACED: AtomicBool = AtomicBool::new(false);
-/// When pylogsink's Python thread last asked, in milliseconds since the
-/// epoch.
-static STDERR_ASKED_MS: AtomicU64 = AtomicU64::new(0);
 
-/// How old the answer may be before a line logged outside any call asks
-/// pylogsink's Python thread to look again.
+/// How long lines logged outside any call wait for pylogsink's Python
+/// thread to look at `sys.stderr` (where no watcher tells each
+/// replacement) before the last answer stands.
 pub(crate) const STDERR_FRESH_MS: u64 = 100;
 
 /// Keeps what was learnt about `sys.stderr` (the caller holds the GIL);
-/// `now_ms` when pylogsink's Python thread asked, else `None`.
+/// `now_ms` when it was asked, else `None`. An answer ends the wait of
+/// the lines held for it.
 pub(crate) fn stderr_seen(replaced: bool, now_ms: Option<u64>) {
     if STDERR_REPLACED.load(Ordering::Relaxed) != replaced {
         STDERR_REPLACED.store(replaced, Ordering::Relaxed);
     }
-    if let Some(now_ms) = now_ms {
-        STDERR_ASKED_MS.store(now_ms, Ordering::Relaxed);
+    if now_ms.is_some() {
+        STDERR_LOOK_SINCE_MS.store(0, Ordering::Release);
     }
 }
 
-/// For a line logged outside any call at `now_ms`: whether `sys.stderr`
-/// is replaced, as last seen, and whether that answer is old enough to be
-/// asked again ([`STDERR_FRESH_MS`]). A stale answer is claimed by one
-/// line only, so that one wake-up asks.
+/// Since when, in milliseconds since the epoch, a line waits for
+/// pylogsink's Python thread to look at `sys.stderr` again; 0 when none
+/// does.
+static STDERR_LOOK_SINCE_MS: AtomicU64 = AtomicU64::new(0);
+
+/// For a line logged outside any call at `now_ms`: whether it goes as if
+/// `sys.stderr` were replaced (kept for pylogsink's Python thread, which
+/// writes it where `sys.stderr` is when it looks), and whether this line
+/// claimed a look. See [`outside_answer`].
 #[inline]
 pub(crate) fn stderr_replaced(now_ms: u64) -> (bool, bool) {
     let replaced = STDERR_REPLACED.load(Ordering::Relaxed);
     if STDERR_WATCHED.load(Ordering::Relaxed) {
         return (replaced, false);
     }
-    let asked = STDERR_ASKED_MS.load(Ordering::Relaxed);
-    let stale = now_ms.saturating_sub(asked) >= STDERR_FRESH_MS
-        && STDERR_ASKED_MS
-            .compare_exchange(asked, now_ms, Ordering::Relaxed, Ordering::Relaxed)
-            .is_ok();
-    if stale {
+    let look_since = STDERR_LOOK_SINCE_MS.load(Ordering::Acquire);
+    let held = if look_since == 0 {
+        0
+    } else {
+        lock(&FOR_STREAM).len_bytes()
+    };
+    let answer = outside_answer(replaced, now_ms, look_since, held);
+    if answer == Outside::Ask
+        && STDERR_LOOK_SINCE_MS
+            .compare_exchange(0, now_ms.max(1), Ordering::AcqRel, Ordering::Relaxed)
+            .is_ok()
+    {
         STDERR_ASK.store(true, Ordering::Release);
+        return (true, true);
     }
-    (replaced, stale)
+    (answer != Outside::LastSeen(false), false)
+}
+
+/// Where a line logged outside any call goes, where no watcher tells each
+/// replacement of `sys.stderr` (CPython 3.11): an answer, however recent,
+/// may already be wrong.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum Outside {
+    /// The answer last seen stands: replaced or not.
+    LastSeen(bool),
+    /// No look is awaited: this line asks pylogsink's Python thread to look
+    /// at `sys.stderr`, and waits for its answer.
+    Ask,
+    /// A look was asked for less than [`STDERR_FRESH_MS`] ago: the line
+    /// waits for its answer with the others, so that none goes to fd 2
+    /// after `sys.stderr` was replaced.
+    Wait,
+}
+
+/// The most bytes of lines that wait for a look before the last answer
+/// stands: half the buffer they wait in, so that a burst while Python is
+/// busy goes on to fd 2 rather than out of the buffer.
+pub(crate) const HOLD_MAX: usize = CAP / 2;
+
+/// [`Outside`] for a line at `now_ms`, from the answer last seen
+/// (`replaced`), since when a look is awaited (`look_since_ms`, 0 for
+/// none) and the bytes of lines waiting for it (`held`). A look that stays
+/// unanswered past [`STDERR_FRESH_MS`], or while [`HOLD_MAX`] bytes wait
+/// (Python busy: the thread cannot run), lets the last answer stand, so
+/// that lines still reach fd 2 while Python is busy.
+pub(crate) fn outside_answer(replaced: bool, now_ms: u64, look_since_ms: u64, held: usize) -> Outside {
+    if look_since_ms == 0 {
+        Outside::Ask
+    } else if now_ms.saturating_sub(look_since_ms) < STDERR_FRESH_MS && held < HOLD_MAX {
+        Outside::Wait
+    } else {
+        Outside::LastSeen(replaced)
+    }
 }
 
 /// The answer about `sys.stderr` is kept by a watcher on `sys.__dict__`
@@ -258,4 +306,33 @@ pub(crate) fn visit(text: &mut dyn FnMut(&Kept)) -> usize {
         }
     }
     busy
+}
+
+#[cfg(test)]
+mod outside_tests {
+    use super::*;
+
+    #[test]
+    fn with_no_look_awaited_a_line_asks() {
+        assert_eq!(outside_answer(false, 1050, 0, 0), Outside::Ask);
+        assert_eq!(outside_answer(true, 1050, 0, 0), Outside::Ask);
+    }
+
+    #[test]
+    fn the_lines_after_it_wait_for_the_look() {
+        assert_eq!(outside_answer(false, 1150, 1100, 100), Outside::Wait);
+        assert_eq!(outside_answer(true, 1199, 1100, HOLD_MAX - 1), Outside::Wait);
+    }
+
+    #[test]
+    fn a_look_nobody_answers_lets_the_last_answer_stand() {
+        assert_eq!(outside_answer(false, 1200, 1100, 0), Outside::LastSeen(false));
+        assert_eq!(outside_answer(true, 5000, 1100, 0), Outside::LastSeen(true));
+    }
+
+    #[test]
+    fn a_burst_while_python_is_busy_goes_on_before_the_buffer_is_full() {
+        assert_eq!(outside_answer(false, 1110, 1100, HOLD_MAX), Outside::LastSeen(false));
+        assert_eq!(outside_answer(true, 1110, 1100, HOLD_MAX), Outside::LastSeen(true));
+    }
 }

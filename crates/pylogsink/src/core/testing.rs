@@ -14,7 +14,8 @@ use std::sync::MutexGuard;
 use std::time::Duration;
 
 /// fd 2 replaced by a one-page pipe, the stall wait made short, the
-/// process-wide queue emptied; all put back on drop.
+/// process-wide queue emptied, `sys.stderr` taken as the process's own;
+/// all put back on drop.
 #[cfg(unix)]
 pub(crate) struct Pipe {
     read: OwnedFd,
@@ -50,6 +51,11 @@ impl Pipe {
             _serial: serial,
         };
         set_stall_wait(Duration::from_millis(20));
+        // `sys.stderr` is the process's own, and told at each change as a
+        // watcher on `sys.__dict__` tells it (the tests tell it
+        // themselves): no Python thread is there to look.
+        super::queue::stderr_watched();
+        super::queue::stderr_seen(false, None);
         pipe
     }
 
