@@ -11,7 +11,7 @@ demo: ## Build everything and run the demo (naive sink hangs, pylogsink complete
 test: ## Build everything and run all tests on every CPython 3.11-3.15 (Debian's where missing)
 	scripts/test.sh
 
-dist: ## Build the sdist and the manylinux_2_28 wheels (abi3, and one per CPython 3.12+ found) into dist/
+dist: ## Build the sdist, the manylinux_2_28 wheels (abi3, and one per CPython 3.12+ found) and the win_amd64 abi3 wheel into dist/
 	scripts/dist.sh
 
 lint: ## Layer check of the crate's src/, actionlint on .github/workflows, cargo fmt --check and clippy (the workspace and the PyO3 example; for macOS and Windows too)

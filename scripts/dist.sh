@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds what a release uploads into dist/: the sdist, the abi3 wheel (every
-# CPython 3.11+), and a wheel for each CPython 3.12 and later found (no
-# abi3: see scripts/test.sh). The wheels are built with zig for glibc 2.28
+# CPython 3.11+), a wheel for each CPython 3.12 and later found (no abi3:
+# see scripts/test.sh), and the Windows abi3 wheel (scripts/windows_wheel.sh). The wheels are built with zig for glibc 2.28
 # (manylinux_2_28), the C library inside them included (crates/pylogsink-py/
 # build.rs), so that they install on any Linux x86_64 with glibc 2.28 or
 # later, and extensions that link the C library can be manylinux_2_28 too.
@@ -35,4 +35,13 @@ for py in $(scripts/pythons.sh 2>/dev/null); do
     "${maturin[@]}" --no-default-features -i "$py" "${gcc_s_args[@]}"
   fi
 done
+# The Windows wheel (win_amd64, abi3), built with MinGW: where it cannot
+# be built here, a line says why.
+windows=0
+scripts/windows_wheel.sh dist || windows=$?
+if [ "$windows" -eq 2 ]; then
+  echo "skipped: the Windows wheel (see the line above)"
+elif [ "$windows" -ne 0 ]; then
+  exit "$windows"
+fi
 ls -l dist

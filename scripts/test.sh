@@ -43,7 +43,7 @@ scripts/dist.sh
 maturin=$PWD/.venv/bin/maturin
 (cd tests/ext && "$maturin" build --release -q -o ../../dist)
 (cd examples/pyo3-extension && "$maturin" build --release -q -o ../../dist)
-wheels=(dist/pylogsink-*-abi3-*.whl dist/pylogsink_testext-*.whl dist/my_runtime-*.whl)
+wheels=(dist/pylogsink-*-abi3-manylinux*.whl dist/pylogsink_testext-*.whl dist/my_runtime-*.whl)
 
 status=0
 ran=0

@@ -56,7 +56,7 @@ cd "$root"
 [ -x "$venv/bin/python" ] || "$py" -m venv "$venv"
 "$venv/bin/python" -m pip install -q --disable-pip-version-check -r tests/requirements.txt
 "$venv/bin/python" -m pip install -q --disable-pip-version-check --force-reinstall --no-deps \
-  "$work"/dist/pylogsink-*-abi3-*.whl "$work"/dist/pylogsink_testext-*.whl
+  "$work"/dist/pylogsink-*-abi3-manylinux*.whl "$work"/dist/pylogsink_testext-*.whl
 
 # The installed extensions name the sources of the PyO3 they were built
 # with (in panic locations and debug information): 0.26.0's, and no other.

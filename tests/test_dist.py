@@ -257,10 +257,25 @@ def test_the_sdist_installs_into_a_fresh_venv_and_a_c_extension_builds_against_i
 
 
 def dist_wheels() -> list[Path]:
-    wheels = sorted(DIST.glob("pylogsink-*.whl"))
+    """The Linux wheels of make dist."""
+    wheels = sorted(DIST.glob("pylogsink-*-manylinux_*.whl"))
     if not wheels:
         pytest.skip("no pylogsink wheel in dist/: make dist (scripts/test.sh runs it) builds them")
     return wheels
+
+
+def test_dist_has_a_windows_wheel_with_its_c_library() -> None:
+    # make dist also writes the win_amd64 abi3 wheel, built with MinGW
+    # (scripts/windows_wheel.sh); the Windows lane installs and tests it.
+    wheels = sorted(DIST.glob("pylogsink-*-cp311-abi3-win_amd64.whl"))
+    if not wheels:
+        pytest.skip("no Windows wheel in dist/: make dist builds it where rustup has a nightly toolchain and MinGW")
+    [wheel] = wheels
+    with zipfile.ZipFile(wheel) as z:
+        names = set(z.namelist())
+        link_args = z.read("pylogsink/lib/link-args.txt").decode().split()
+    assert {"pylogsink/_pylogsink.pyd", "pylogsink/lib/libpylogsink.a", "pylogsink/include/pylogsink.h"} <= names
+    assert "-lkernel32" in link_args and not any(a.startswith("-lpython") for a in link_args), link_args
 
 
 def glibc_versions(objdump: str) -> set[tuple[int, ...]]:
