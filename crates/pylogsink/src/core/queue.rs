@@ -222,7 +222,12 @@ pub(crate) const HOLD_MAX: usize = CAP / 2;
 /// unanswered past [`STDERR_FRESH_MS`], or while [`HOLD_MAX`] bytes wait
 /// (Python busy: the thread cannot run), lets the last answer stand, so
 /// that lines still reach fd 2 while Python is busy.
-pub(crate) fn outside_answer(replaced: bool, now_ms: u64, look_since_ms: u64, held: usize) -> Outside {
+pub(crate) fn outside_answer(
+    replaced: bool,
+    now_ms: u64,
+    look_since_ms: u64,
+    held: usize,
+) -> Outside {
     if look_since_ms == 0 {
         Outside::Ask
     } else if now_ms.saturating_sub(look_since_ms) < STDERR_FRESH_MS && held < HOLD_MAX {
@@ -321,18 +326,30 @@ mod outside_tests {
     #[test]
     fn the_lines_after_it_wait_for_the_look() {
         assert_eq!(outside_answer(false, 1150, 1100, 100), Outside::Wait);
-        assert_eq!(outside_answer(true, 1199, 1100, HOLD_MAX - 1), Outside::Wait);
+        assert_eq!(
+            outside_answer(true, 1199, 1100, HOLD_MAX - 1),
+            Outside::Wait
+        );
     }
 
     #[test]
     fn a_look_nobody_answers_lets_the_last_answer_stand() {
-        assert_eq!(outside_answer(false, 1200, 1100, 0), Outside::LastSeen(false));
+        assert_eq!(
+            outside_answer(false, 1200, 1100, 0),
+            Outside::LastSeen(false)
+        );
         assert_eq!(outside_answer(true, 5000, 1100, 0), Outside::LastSeen(true));
     }
 
     #[test]
     fn a_burst_while_python_is_busy_goes_on_before_the_buffer_is_full() {
-        assert_eq!(outside_answer(false, 1110, 1100, HOLD_MAX), Outside::LastSeen(false));
-        assert_eq!(outside_answer(true, 1110, 1100, HOLD_MAX), Outside::LastSeen(true));
+        assert_eq!(
+            outside_answer(false, 1110, 1100, HOLD_MAX),
+            Outside::LastSeen(false)
+        );
+        assert_eq!(
+            outside_answer(true, 1110, 1100, HOLD_MAX),
+            Outside::LastSeen(true)
+        );
     }
 }
