@@ -195,6 +195,7 @@ def test_20mb_written_with_the_gil_released_arrive_whole() -> None:
 
 STALLED = """
 import contextlib, os, sys, time, pylogsink
+os.write(2, b"ready\\n")
 start = time.monotonic()
 with pylogsink.capture_output(stderr=False) if sys.argv[1] == "capture" else contextlib.nullcontext():
     for _ in range(30):
@@ -215,6 +216,9 @@ def test_an_original_stdout_nobody_reads_for_a_while_waits_as_without_a_capture(
         [sys.executable, "-c", STALLED, capture], stdout=subprocess.PIPE, stderr=subprocess.PIPE
     )
     try:
+        # The 2 s start once the child has started (its start-up may take
+        # a while on a loaded machine).
+        assert child.stderr is not None and child.stderr.readline() == b"ready\n"
         time.sleep(2)
         out, err = child.communicate(timeout=40)
         assert child.returncode == 0, err
