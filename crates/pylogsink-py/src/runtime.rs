@@ -333,9 +333,10 @@ fn outlive_call(py: Python<'_>, count: usize, delay: f64) -> PyResult<Background
 }
 
 /// Logs three lines in a call, then crashes the process: "segv" raises
-/// SIGSEGV (what a null pointer does), "abort" calls `abort()` (what a
-/// vendor library's failed check or `std::terminate` does). No Fatal line
-/// is logged: the crash handler alone can save the lines.
+/// SIGSEGV (what a null pointer does; on Windows, an access violation),
+/// "abort" calls `abort()` (what a vendor library's failed check or
+/// `std::terminate` does). No Fatal line is logged: the crash handler alone
+/// can save the lines.
 #[pyfunction]
 fn crash(py: Python<'_>, kind: &str) -> PyResult<()> {
     let signal = match kind {
@@ -352,13 +353,40 @@ fn crash(py: Python<'_>, kind: &str) -> PyResult<()> {
             rt_log!(Level::Error, "before the crash: line {i}");
         }
         if signal == libc::SIGABRT {
-            std::process::abort();
+            c_abort();
         }
-        // SAFETY: raise only sends a signal to this thread; what follows is
-        // the crash this function exists to cause.
-        unsafe { libc::raise(signal) };
+        segfault();
         Ok(())
     })
+}
+
+/// `abort()` as a C or C++ library calls it: the C runtime's, which raises
+/// SIGABRT. On Windows, Rust's `std::process::abort` is a `__fastfail`,
+/// which ends the process before any handler runs.
+fn c_abort() -> ! {
+    #[cfg(windows)]
+    // SAFETY: abort() ends the process; the crash is what the caller is for.
+    unsafe {
+        libc::abort()
+    }
+    #[cfg(not(windows))]
+    std::process::abort()
+}
+
+/// What a null pointer does: SIGSEGV; on Windows, an access violation (a
+/// write to an address in the first page, which is never mapped).
+fn segfault() {
+    #[cfg(windows)]
+    // SAFETY: none: the access violation is what the caller is for.
+    unsafe {
+        std::ptr::write_volatile(std::hint::black_box(8usize) as *mut u8, 0)
+    };
+    #[cfg(not(windows))]
+    // SAFETY: raise only sends a signal to this thread; what follows is
+    // the crash the caller exists to cause.
+    unsafe {
+        libc::raise(libc::SIGSEGV)
+    };
 }
 
 /// Logs "outer 1", calls `callback` (which may call back into this
@@ -390,7 +418,7 @@ fn abort_with_fatal(py: Python<'_>, on_native_thread: bool) -> PyResult<()> {
             Level::Fatal,
             "In function write_event(), assert failed: buffer has room"
         );
-        std::process::abort()
+        c_abort()
     };
     if on_native_thread {
         let thread = std::thread::spawn(abort);

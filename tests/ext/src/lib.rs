@@ -369,9 +369,10 @@ fn h2_get(py: Python<'_>, port: u16, path: &str, detach: bool) -> PyResult<(u16,
 }
 
 /// Logs `count` Warn records ("line N of COUNT", target `testext::crash`)
-/// in one call, then crashes the process inside it: "segv" raises SIGSEGV,
-/// "abort" calls `abort()`. No Fatal line: what the call kept is left to
-/// the crash handler.
+/// in one call, then crashes the process inside it: "segv" raises SIGSEGV
+/// (on Windows, an access violation), "abort" calls the C runtime's
+/// `abort()`. No Fatal line: what the call kept is left to the crash
+/// handler.
 #[pyfunction]
 fn log_then_crash(py: Python<'_>, count: usize, kind: &str) -> PyResult<()> {
     let signal = match kind {
@@ -388,11 +389,30 @@ fn log_then_crash(py: Python<'_>, count: usize, kind: &str) -> PyResult<()> {
             log::warn!(target: "testext::crash", "line {i} of {count}");
         }
         if signal == libc::SIGABRT {
+            // On Windows, Rust's std::process::abort is a __fastfail, which
+            // ends the process before any handler runs; the C runtime's
+            // abort() raises SIGABRT first, as a C library's does.
+            #[cfg(windows)]
+            // SAFETY: abort() ends the process; the crash is what this
+            // function is for.
+            unsafe {
+                libc::abort()
+            };
+            #[cfg(not(windows))]
             std::process::abort();
         }
+        #[cfg(windows)]
+        // SAFETY: none: an access violation (a write to the first page,
+        // never mapped) is what this function is for.
+        unsafe {
+            std::ptr::write_volatile(std::hint::black_box(8usize) as *mut u8, 0)
+        };
+        #[cfg(not(windows))]
         // SAFETY: raise only sends a signal to this thread; the crash is
         // what this function is for.
-        unsafe { libc::raise(signal) };
+        unsafe {
+            libc::raise(signal)
+        };
         Ok(())
     })
 }

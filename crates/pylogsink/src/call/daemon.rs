@@ -1,8 +1,10 @@
 //! The daemon rule: threads that must not re-take the GIL at a return.
 //!
-//! On Linux, CPython before 3.13.8 ends a thread that re-takes the GIL after
-//! finalization began with `pthread_exit`, which crashes the process if it
-//! happens in the middle of a write through Python. Python joins its
+//! CPython before 3.13.8 ends a thread that re-takes the GIL after
+//! finalization began: on Linux with `pthread_exit`, which crashes the
+//! process if it happens in the middle of a write through Python; on Windows
+//! with `_endthreadex`, which leaves the locks the thread held taken, so the
+//! exit waits for them forever. Python joins its
 //! non-daemon threads before it finalizes; every other thread may still run
 //! then. Such a thread never writes through Python from inside a call (see
 //! [`daemon_avoids_python`]): at its return it hands its lines and records
@@ -19,10 +21,11 @@ use std::sync::OnceLock;
 /// (see [`daemon_avoids_python`]). Asks Python only where the rule applies,
 /// once per thread.
 pub(crate) fn avoid_python(py: Python<'_>) -> bool {
-    static OLD_LINUX_PYTHON: OnceLock<bool> = OnceLock::new();
-    let applies = *OLD_LINUX_PYTHON.get_or_init(|| {
+    static OLD_PYTHON_ENDS_THREADS: OnceLock<bool> = OnceLock::new();
+    let applies = *OLD_PYTHON_ENDS_THREADS.get_or_init(|| {
         let v = py.version_info();
-        daemon_avoids_python(cfg!(target_os = "linux"), (v.major, v.minor, v.patch), true)
+        let ends_threads = cfg!(any(target_os = "linux", windows));
+        daemon_avoids_python(ends_threads, (v.major, v.minor, v.patch), true)
     });
     if !applies {
         return false;

@@ -140,11 +140,17 @@ pub(crate) fn return_plan(sink: Sink, avoid_python: bool) -> ReturnPlan {
 /// Whether this thread must never write through Python nor release and
 /// re-take the GIL.
 ///
-/// On Linux, CPython before 3.13.8 ends a daemon thread with `pthread_exit`
-/// when it re-takes the GIL after finalization began; if that happens in
-/// the middle of a write through Python, the process crashes.
-pub(crate) fn daemon_avoids_python(linux: bool, version: (u8, u8, u8), daemon: bool) -> bool {
-    linux && daemon && version < (3, 13, 8)
+/// CPython before 3.13.8 ends a daemon thread when it re-takes the GIL after
+/// finalization began; if that happens in the middle of a write through
+/// Python, the process crashes (Linux: `pthread_exit`) or hangs at exit on
+/// a lock the thread held (Windows: `_endthreadex`). `ends_threads` says
+/// whether this platform's CPython is one of those.
+pub(crate) fn daemon_avoids_python(
+    ends_threads: bool,
+    version: (u8, u8, u8),
+    daemon: bool,
+) -> bool {
+    ends_threads && daemon && version < (3, 13, 8)
 }
 
 #[cfg(test)]

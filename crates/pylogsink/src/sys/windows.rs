@@ -1,7 +1,7 @@
 //! Windows: standard error is a handle (`GetStdHandle`), not a descriptor
-//! of ours, and has no write that cannot block and no `poll`; threads are
-//! named by their id; there is no `fork`; a crash is an exception or the C
-//! runtime's `SIGABRT`.
+//! of ours, and has no write that cannot block and no `poll`; a thread's
+//! name is its description; there is no `fork`; a crash is an exception or
+//! the C runtime's `SIGABRT`.
 //!
 //! Built and run under wine here (a MinGW build, `x86_64-win7-windows-gnu`);
 //! checked with clippy for `x86_64-pc-windows-msvc`.
@@ -11,8 +11,9 @@ use std::io;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::OnceLock;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use windows_sys::core::PWSTR;
 use windows_sys::Win32::Foundation::{
-    DuplicateHandle, DUPLICATE_SAME_ACCESS, HANDLE, INVALID_HANDLE_VALUE,
+    DuplicateHandle, LocalFree, DUPLICATE_SAME_ACCESS, HANDLE, INVALID_HANDLE_VALUE,
 };
 use windows_sys::Win32::Storage::FileSystem::{
     GetFileType, WriteFile, FILE_TYPE_CHAR, FILE_TYPE_DISK, FILE_TYPE_PIPE,
@@ -22,7 +23,7 @@ use windows_sys::Win32::System::Diagnostics::Debug::{
     SetUnhandledExceptionFilter, EXCEPTION_POINTERS, LPTOP_LEVEL_EXCEPTION_FILTER,
 };
 use windows_sys::Win32::System::Threading::{
-    GetCurrentProcess, GetCurrentThread, GetCurrentThreadId,
+    GetCurrentProcess, GetCurrentThread, GetCurrentThreadId, GetThreadDescription,
 };
 use windows_sys::Win32::System::IO::CancelSynchronousIo;
 
@@ -50,10 +51,26 @@ pub(crate) fn thread_id() -> u64 {
     u64::from(unsafe { GetCurrentThreadId() })
 }
 
-/// The thread's own name is not read on Windows: threads are named for
-/// their id (`native-<tid>`).
+/// The calling thread's description, which `SetThreadDescription` sets
+/// (as Rust's `std::thread::Builder::name` does); empty where nobody named
+/// the thread, which is then named for its id (`native-<tid>`).
 pub(crate) fn thread_name() -> Option<String> {
-    None
+    let mut text: PWSTR = std::ptr::null_mut();
+    // SAFETY: the pseudo-handle of the calling thread is always valid;
+    // `text` receives a string the system allocated, freed below.
+    let result = unsafe { GetThreadDescription(GetCurrentThread(), &mut text) };
+    if result < 0 || text.is_null() {
+        return None;
+    }
+    // SAFETY: on success `text` is a NUL-terminated UTF-16 string, read up
+    // to its NUL.
+    let name = unsafe {
+        let len = (0..).take_while(|&i| *text.add(i) != 0).count();
+        String::from_utf16_lossy(std::slice::from_raw_parts(text, len))
+    };
+    // SAFETY: GetThreadDescription allocated `text` with LocalAlloc.
+    unsafe { LocalFree(text.cast()) };
+    Some(name)
 }
 
 /// Not known on Windows, where nothing asks it but the thread naming.

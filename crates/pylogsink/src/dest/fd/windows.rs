@@ -103,6 +103,11 @@ struct Slot {
     job: Option<(usize, Vec<u8>)>,
     /// True from a job's hand-over until its write returned.
     busy: bool,
+    /// True while the caller that handed the job over waits for its
+    /// result: no other job is handed over until that caller has taken it
+    /// (or gave up on it), so a result only ever reaches the caller whose
+    /// piece it is, and a cancel only ever ends that caller's write.
+    owned: bool,
     /// What the last write returned: bytes written, or the error's code.
     result: Option<Result<usize, i32>>,
 }
@@ -189,8 +194,9 @@ impl Writer {
     /// `deadline`, then cancels it.
     fn write(&self, handle: HANDLE, piece: &[u8], deadline: Instant) -> Outcome {
         let mut slot = lock(&self.slot);
-        // A piece before this one may still be in flight.
-        while slot.busy {
+        // A piece before this one may still be in flight, or its caller
+        // not have taken its result yet.
+        while slot.busy || slot.owned {
             let left = deadline.saturating_duration_since(Instant::now());
             if left.is_zero() {
                 return Outcome::NoRoom;
@@ -199,6 +205,7 @@ impl Writer {
         }
         slot.result = None;
         slot.busy = true;
+        slot.owned = true;
         slot.job = Some((handle as usize, piece.to_vec()));
         self.changed.notify_all();
         while slot.result.is_none() {
@@ -219,12 +226,17 @@ impl Writer {
                 slot = self.wait(slot, Duration::from_millis(1));
             }
         }
-        match slot.result.take() {
+        let outcome = match slot.result.take() {
             Some(Ok(n)) => Outcome::Written(n),
             Some(Err(code)) if code == ERROR_OPERATION_ABORTED as i32 => Outcome::NoRoom,
             Some(Err(_)) => Outcome::Failed,
             None => Outcome::InFlight,
-        }
+        };
+        // The next caller may hand its piece over (once the writer is
+        // free, if this one stays in flight).
+        slot.owned = false;
+        self.changed.notify_all();
+        outcome
     }
 
     fn wait<'a>(
