@@ -200,8 +200,11 @@ def test_lines_are_counted_as_they_leave_while_fd_2_takes_nothing() -> None:
     )
     assert child.stdout is not None and child.stdin is not None
     early = json.loads(child.stdout.readline())
+    # Nothing was read yet, so no note could be written: the count alone
+    # says lines are gone (a second or so after the drop; more on a loaded
+    # machine).
     assert early["left_out"] > 0, early
-    assert early["after"] < 1.0, early
+    assert early["after"] < 10, early
     child.stdin.write(b"go\n")
     child.stdin.flush()
     out, err = child.communicate(timeout=60)
