@@ -62,8 +62,9 @@ fn failed(piece: &[u8]) -> usize {
 /// piece finds no room, a piece past the deadline still waits
 /// [`CRASH_GRACE`] (a write cancelled at once may be one that had room:
 /// under wine the cancel can end a write to a pipe that is being read).
-/// Once one found none, the reader counts as stalled, and the rest wait
-/// only until the deadline.
+/// Once one found none, the reader counts as stalled: the rest wait only
+/// until the deadline, and past it are not tried (each try would cost a
+/// hand-over and a cancel).
 pub(crate) fn write_from_signal_handler(fd: RawFd, text: &[u8], deadline: Instant) -> bool {
     static STALLED: AtomicBool = AtomicBool::new(false);
     let mut done = 0;
@@ -72,6 +73,8 @@ pub(crate) fn write_from_signal_handler(fd: RawFd, text: &[u8], deadline: Instan
         let mut wait = deadline.saturating_duration_since(Instant::now());
         if !STALLED.load(Ordering::Relaxed) {
             wait = wait.max(CRASH_GRACE);
+        } else if wait.is_zero() {
+            return false;
         }
         match write_piece(fd, piece, wait) {
             Some(n) => done += n,
