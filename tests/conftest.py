@@ -11,20 +11,53 @@ import contextlib
 import importlib
 import json
 import os
-import select
 import shutil
+import signal
 import subprocess
 import sys
 import textwrap
+import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from types import ModuleType
-from typing import Any, TypeVar
+from typing import IO, Any, TypeVar
 
 import pytest
 
 T = TypeVar("T")
+
+# How a child that crashed ends, as subprocess tells it: killed by the
+# signal on Linux; on Windows with the exception's code for an access
+# violation (a segfault), with status 3 for abort() (the C runtime raises
+# SIGABRT, then exits with 3), and with STATUS_CONTROL_C_EXIT where Python
+# ends on a KeyboardInterrupt (Ctrl-C).
+if sys.platform == "win32":
+    SEGFAULT, ABORTED, INTERRUPTED = 0xC0000005, 3, 0xC000013A
+else:
+    SEGFAULT, ABORTED, INTERRUPTED = -signal.SIGSEGV, -signal.SIGABRT, -signal.SIGINT
+
+# Child code for Windows, where no signal comes from another process:
+# alarm(signum, seconds) raises signum in the child once, from a timer
+# thread, through the C runtime whose handlers Python's signal module sets
+# (the UCRT), as a console's Ctrl-C handler would; Python's handler then
+# runs in the main thread at its next check, as after a signal elsewhere.
+WINDOWS_ALARM = """
+def alarm(signum, seconds):
+    import ctypes
+    from ctypes import wintypes
+    kernel32 = ctypes.WinDLL("kernel32")
+    kernel32.CreateTimerQueueTimer.argtypes = [
+        ctypes.POINTER(wintypes.HANDLE), wintypes.HANDLE, ctypes.c_void_p, ctypes.c_void_p,
+        wintypes.DWORD, wintypes.DWORD, wintypes.ULONG,
+    ]
+    timer = wintypes.HANDLE()
+    raise_signal = ctypes.cast(ctypes.CDLL("ucrtbase")["raise"], ctypes.c_void_p)
+    WT_EXECUTEONLYONCE = 8
+    assert kernel32.CreateTimerQueueTimer(
+        ctypes.byref(timer), None, raise_signal, signum, round(seconds * 1000), 0, WT_EXECUTEONLYONCE
+    )
+"""
 
 
 def python(code: str, timeout: float = 60, **kwargs: Any) -> subprocess.CompletedProcess[str]:
@@ -102,9 +135,17 @@ def records(text: str) -> list[str]:
     return [line for line in text.splitlines() if line.startswith("[") and "Z " in line[:40]]
 
 
+# The tests' C and C++ extensions are built with setuptools and gcc, against
+# the library in the wheel; on Windows that takes MSVC, which the Windows
+# lane (scripts/test_windows.sh) has not.
+NO_C_COMPILER_ON_WINDOWS = "the test's C and C++ extensions need a C compiler for Windows (MSVC)"
+
+
 def require_debian_dev(pkg_config_name: str, package: str) -> None:
     """Skips the calling test module when pkg-config does not find
     ``pkg_config_name`` (Debian's ``package``, installed by .ci/run)."""
+    if sys.platform == "win32":
+        pytest.skip(f"{package} is Debian's, and {NO_C_COMPILER_ON_WINDOWS}", allow_module_level=True)
     if shutil.which("pkg-config") is None:
         pytest.skip(f"pkg-config is not installed, so {package} cannot be found", allow_module_level=True)
     if subprocess.run(["pkg-config", "--exists", pkg_config_name], capture_output=True).returncode != 0:
@@ -166,16 +207,27 @@ server.serve_forever()
 """
 
 
+def read_line_within(stream: IO[Any], timeout: float) -> Any:
+    """The next line of ``stream`` (a child's pipe), or None if none came
+    within ``timeout`` seconds. A thread reads it: on Windows ``select``
+    takes sockets only."""
+    got: list[Any] = []
+    reader = threading.Thread(target=lambda: got.append(stream.readline()), daemon=True)
+    reader.start()
+    reader.join(timeout)
+    return got[0] if got else None
+
+
 @pytest.fixture(scope="session")
 def url() -> Iterator[str]:
     """The URL of an HTTP server running in a child process (a server in
     this process would need the GIL that a binding holds while it waits)."""
     child = subprocess.Popen([sys.executable, "-c", HTTP_SERVER], stdout=subprocess.PIPE, text=True)
     try:
-        ready, _, _ = select.select([child.stdout], [], [], 30)
-        assert ready, "the HTTP server printed no port within 30 s"
         assert child.stdout is not None
-        yield f"http://127.0.0.1:{int(child.stdout.readline())}/"
+        port = read_line_within(child.stdout, 30)
+        assert port, "the HTTP server printed no port within 30 s"
+        yield f"http://127.0.0.1:{int(port)}/"
     finally:
         child.terminate()
         child.wait(timeout=10)

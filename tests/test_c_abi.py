@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 
 import pylogsink
-from conftest import build_extension, lines_while_running, records
+from conftest import NO_C_COMPILER_ON_WINDOWS, build_extension, lines_while_running, records
 
 SOURCES = Path(__file__).parent / "c_abi"
 EXTENSIONS = ["c_rt", "cpp_rt"]
@@ -47,6 +47,8 @@ class SlowStderr:
 def built(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """Both extensions, built once: the test's own sources, and pylogsink's
     headers and library from the installed package (see setup.py)."""
+    if sys.platform == "win32":
+        pytest.skip(NO_C_COMPILER_ON_WINDOWS)
     return build_extension(SOURCES, tmp_path_factory.mktemp("c_abi"))
 
 
@@ -138,7 +140,8 @@ def test_build_inputs_come_from_the_installed_package() -> None:
     for path in (include, library, Path(pylogsink.get_cmake_dir())):
         assert path.is_relative_to(package) and not path.is_relative_to(sources)
     args = pylogsink.get_link_args()
-    assert args[0] == str(library) and "-lpthread" in args
+    # The system libraries rustc names for the target: MinGW's on Windows.
+    assert args[0] == str(library) and ("-lkernel32" if sys.platform == "win32" else "-lpthread") in args
     assert not any(a.startswith("-lpython") for a in args)
     assert (Path(pylogsink.get_cmake_dir()) / "pylogsinkConfig.cmake").is_file()
 
@@ -203,6 +206,7 @@ def test_a_hostile_target_given_by_its_length_is_escaped_as_any_target(  # type:
     assert not any(line.startswith("[") for line in by_length.splitlines()[1:])  # nothing forged
 
 
+@pytest.mark.skipif(sys.platform == "win32", reason=NO_C_COMPILER_ON_WINDOWS)
 def test_the_emit_header_compiles_without_python(tmp_path: Path) -> None:
     # A runtime's platform layer includes pylogsink_emit.h alone, with
     # pylogsink's include directory and no Python one.
@@ -506,6 +510,7 @@ def test_printf_style_messages_are_formatted_only_when_logged_and_cut_safely(env
     assert messages[2] == "bytes: \\xff\\xfe\\x1b[2J"
 
 
+@pytest.mark.skipif(sys.platform == "win32", reason=NO_C_COMPILER_ON_WINDOWS)
 def test_vemit_formats_within_its_buffers_under_the_sanitizers(tmp_path: Path) -> None:
     # pylogsink_vemit's formatting alone (tests/c_abi/vemit_check.c, with
     # stand-ins for the two functions it calls), built with AddressSanitizer

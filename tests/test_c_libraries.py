@@ -24,7 +24,7 @@ from typing import Any, Callable
 
 import pytest
 
-from conftest import build_extension, import_built, kernel_result
+from conftest import NO_C_COMPILER_ON_WINDOWS, build_extension, import_built, kernel_result
 
 HERE = Path(__file__).parent
 PACKAGES = ["libavcodec", "libavutil", "libcurl", "sqlite3"]
@@ -39,6 +39,8 @@ def have(package: str) -> bool:
 @pytest.fixture(scope="module")
 def built(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The test extensions with the recipes copied beside them, built once."""
+    if sys.platform == "win32":
+        pytest.skip(f"the libraries are Debian's, and {NO_C_COMPILER_ON_WINDOWS}")
     missing = [p for p in PACKAGES if not have(p)]
     if missing:
         pytest.skip(f"no development package for {', '.join(missing)} (.ci/run installs them)")

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 import pylogsink
-from conftest import lines_while_running, popen, python, records, run_unittest_buffered
+from conftest import WINDOWS_ALARM, lines_while_running, popen, python, records, run_unittest_buffered
 
 
 def numbers(text: str) -> list[int]:
@@ -186,11 +186,16 @@ def test_a_writer_that_calls_back_and_logs_neither_hangs_nor_loses_lines() -> No
 
 INTERRUPT_CHILD = """
 import io, os, signal, sys, time, pylogsink
+{alarm}
+def trigger():
+    print("trigger", flush=True)
+    if sys.platform == "win32":
+        alarm({signum}, 0.3)  # no signal comes from another process there
 
 class Slow(io.StringIO):
     def write(self, text):
         if os.environ["SIGNAL_AT"] == "write":
-            print("trigger", flush=True)
+            trigger()
             time.sleep(2)  # the signal lands here
         return super().write(text)
 
@@ -200,7 +205,7 @@ def handler(signum, frame):
 signal.signal({signum}, handler)
 sys.stderr = stream = Slow()
 if os.environ["SIGNAL_AT"] == "call":
-    print("trigger", flush=True)
+    trigger()
 try:
     {body}
 except BaseException as e:
@@ -215,16 +220,19 @@ def run_interrupt(raised: str, signum: signal.Signals, body: str, at: str) -> tu
     """Runs ``body`` in a child whose Python handler for ``signum`` raises
     ``raised``; the signal comes from this process, as Ctrl-C comes from a
     terminal, while the child is in the call (``at="call"``) or in the
-    write of the call's lines (``at="write"``)."""
-    code = INTERRUPT_CHILD.format(raised=raised, signum=int(signum), body=body)
+    write of the call's lines (``at="write"``). On Windows the child raises
+    it itself, as a moment later (``WINDOWS_ALARM``)."""
+    alarm = WINDOWS_ALARM if sys.platform == "win32" else ""
+    code = INTERRUPT_CHILD.format(raised=raised, signum=int(signum), body=body, alarm=alarm)
     child = popen(code, env=dict(os.environ, SIGNAL_AT=at))
     assert child.stdout is not None
-    assert child.stdout.readline() == b"trigger\n"
+    assert child.stdout.readline().rstrip() == b"trigger"
     # The child prints "trigger" just before it enters the call (or the
     # write); nothing it can tell from there: the signal comes a moment
     # later, while it is inside, by design of the scenario.
-    time.sleep(0.3)
-    child.send_signal(signum)
+    if sys.platform != "win32":
+        time.sleep(0.3)
+        child.send_signal(signum)
     out, err = child.communicate(timeout=30)
     assert child.returncode == 0, err
     return out.decode().splitlines(), err.decode()
@@ -243,8 +251,13 @@ def test_sigterm_exit_during_the_write_is_raised_once_the_lines_are_out() -> Non
     assert numbers(err) == [0]
 
 
+# Any signal but SIGINT and SIGTERM: Windows has no SIGALRM, and Ctrl-Break's
+# SIGBREAK stands for it there.
+OTHER_SIGNAL = signal.SIGBREAK if sys.platform == "win32" else signal.SIGALRM
+
+
 def test_any_exception_a_signal_handler_raises_during_the_write_is_raised() -> None:
-    out, err = run_interrupt("TimeoutError('alarm')", signal.SIGALRM, "pylogsink.runtime.log_lines(1)", "write")
+    out, err = run_interrupt("TimeoutError('alarm')", OTHER_SIGNAL, "pylogsink.runtime.log_lines(1)", "write")
     assert out[0] == "same object: True"
     assert numbers(err) == [0]
 

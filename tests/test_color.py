@@ -4,7 +4,6 @@ a pipe, a file or a replaced sys.stderr; NO_COLOR and CLICOLOR_FORCE."""
 from __future__ import annotations
 
 import os
-import pty
 import select
 import subprocess
 import sys
@@ -13,6 +12,11 @@ import textwrap
 import pytest
 
 from conftest import records
+
+if sys.platform != "win32":
+    import pty
+
+needs_pty = pytest.mark.skipif(sys.platform == "win32", reason="pseudo-terminals are POSIX")
 
 ESC = "\x1b"
 WARN_COLORED = "\x1b[33mWARN\x1b[0m  "
@@ -81,6 +85,7 @@ LOG_THREE = """
 """
 
 
+@needs_pty
 def test_a_terminal_gets_the_level_name_colored_and_nothing_else() -> None:
     text = on_terminal(LOG_THREE)
     lines = records(text)
@@ -93,12 +98,14 @@ def test_a_terminal_gets_the_level_name_colored_and_nothing_else() -> None:
     assert all(line.count(ESC) == 2 for line in lines), lines
 
 
+@needs_pty
 def test_no_color_turns_it_off_on_a_terminal() -> None:
     text = on_terminal(LOG_THREE, NO_COLOR="1")
     assert len(records(text)) == 3, text
     assert ESC not in text
 
 
+@needs_pty
 def test_term_dumb_gets_no_color() -> None:
     text = on_terminal(LOG_THREE, TERM="dumb")
     assert len(records(text)) == 3, text
@@ -118,6 +125,7 @@ def test_clicolor_force_colors_a_pipe_unless_no_color() -> None:
     assert ESC not in on_pipe(LOG_THREE, CLICOLOR_FORCE="0")
 
 
+@needs_pty
 def test_a_replaced_stderr_never_gets_color_even_when_forced() -> None:
     code = """
         import contextlib, io, sys, pylogsink
@@ -135,6 +143,7 @@ def test_a_replaced_stderr_never_gets_color_even_when_forced() -> None:
     assert WARN_COLORED in direct, direct
 
 
+@needs_pty
 def test_a_terminal_swapped_for_a_pipe_gets_no_color() -> None:
     # wurlitzer points fd 2 at a pipe with dup2: the next line must see it.
     pytest.importorskip("wurlitzer")

@@ -1,5 +1,5 @@
-"""Daemon threads (call/daemon.rs). On Linux, CPython before 3.13.8 ends a
-daemon thread that re-takes the GIL once finalization began, so such a
+"""Daemon threads (call/daemon.rs). On Linux and Windows, CPython before
+3.13.8 ends a daemon thread that re-takes the GIL once finalization began, so such a
 thread never writes through Python from inside a call: at its return it
 hands its lines and records to pylogsink's Python thread and waits for
 them. capsys, redirect_stderr and caplog still get every line, and the
@@ -56,8 +56,9 @@ def test_caplog_holds_a_daemon_threads_records_once_it_is_joined(
     assert {r.threadName for r in got} != {"pylogsink-logging"}, "the daemon thread's name, not the deliverer's"
 
 
-# Linux only: elsewhere no CPython ends a daemon thread that re-takes the GIL.
-HANDS_OVER = sys.platform == "linux" and sys.version_info < (3, 13, 8)
+# Linux and Windows: CPython before 3.13.8 ends a daemon thread that
+# re-takes the GIL there (pthread_exit, _endthreadex).
+HANDS_OVER = sys.platform in ("linux", "win32") and sys.version_info < (3, 13, 8)
 
 
 @pytest.mark.parametrize("destination", ["stderr", "logging"])

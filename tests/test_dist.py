@@ -32,6 +32,11 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.skipif(
+    sys.platform == "win32",
+    reason="the build routes and make dist's wheels are Linux's (manylinux, glibc, auditwheel, zig)",
+)
+
 ROOT = Path(__file__).resolve().parent.parent
 DIST = ROOT / "dist"
 # The newest glibc the wheels and the C library may need (manylinux_2_28).

@@ -3,16 +3,17 @@ finalizes, and lines still kept when the process ends."""
 
 from __future__ import annotations
 
-import signal
 import subprocess
 import sys
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from conftest import python, records
+from conftest import INTERRUPTED, python, records
 
-RUNS = 60
+# Fewer on Windows, where a process takes about a second to start under
+# wine: 15 runs catch an exit that hangs one run in six 94 times in 100.
+RUNS = 15 if sys.platform == "win32" else 60
 
 
 def daemon_exit(replaced: bool, destination: str = "stderr") -> str:
@@ -142,4 +143,4 @@ def test_exit_with_a_slow_handler_never_aborts_and_loses_nothing() -> None:
 @pytest.mark.timeout(300)
 def test_ctrl_c_at_exit_with_a_slow_handler_keeps_its_status() -> None:
     outcomes = [slow_handler_exit("interrupt") for _ in range(5)]
-    assert outcomes == [(-signal.SIGINT, 2000)] * 5
+    assert outcomes == [(INTERRUPTED, 2000)] * 5

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import os
-import pty
 import re
 import select
 import subprocess
@@ -16,7 +15,14 @@ import time
 
 import pytest
 
-from conftest import popen, python, records
+from conftest import popen, python, read_line_within, records
+
+if sys.platform != "win32":
+    import pty
+
+# wurlitzer points fd 1 and fd 2 at POSIX pipes (fcntl); a pty is POSIX.
+needs_wurlitzer = pytest.mark.skipif(sys.platform == "win32", reason="wurlitzer is POSIX only (fcntl, pipes on fd 2)")
+needs_pty = pytest.mark.skipif(sys.platform == "win32", reason="pseudo-terminals are POSIX")
 
 NOTE = re.compile(r"^\[pylogsink\] (\d+) lines? \((\d+) bytes\) left out here")
 
@@ -61,6 +67,7 @@ print("took", took)
 """
 
 
+@needs_wurlitzer
 def test_wurlitzer_pipe_gets_every_line_or_a_note() -> None:
     done = subprocess.run([sys.executable, "-c", WURLITZER, "pylogsink"], capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
@@ -69,6 +76,7 @@ def test_wurlitzer_pipe_gets_every_line_or_a_note() -> None:
     assert numbers[0] == 0
 
 
+@needs_wurlitzer
 def test_wurlitzer_hangs_a_blocking_fd2_write() -> None:
     # Proves the test above is real: a plain write(2) with the GIL held
     # waits for a reader that needs the GIL.
@@ -91,6 +99,7 @@ def read_available(fd: int, wait: float) -> bytes:
         out += chunk
 
 
+@needs_pty
 def test_busy_terminal_returns_then_delivers() -> None:
     master, slave = pty.openpty()
     child = subprocess.Popen(
@@ -145,6 +154,34 @@ def test_pipe_without_reader_for_a_while() -> None:
     assert child.returncode == 0, err
     assert float(out.split()[-1]) < 5
     assert_whole(err.decode(), 3000)
+
+
+def test_a_pipe_nobody_reads_hangs_neither_the_call_nor_the_exit() -> None:
+    # fd 2 is a pipe that nobody reads while the child runs: 300 KB, more
+    # than a pipe holds, logged in one call that holds the GIL. A line
+    # waits for room at most the stall wait (100 ms), and once one found
+    # none the call's later lines are kept: the call returns well within
+    # 3000 stall waits, and the exit, whose flush gives up too, ends the
+    # process. A blocking write would wait for a reader forever.
+    child = popen(
+        """
+        import time, pylogsink
+        start = time.monotonic()
+        pylogsink.runtime.log_lines(3000, size=100)
+        print("took", time.monotonic() - start, flush=True)
+        """
+    )
+    try:
+        assert child.stdout is not None and child.stderr is not None
+        took = read_line_within(child.stdout, 60)
+        assert took, "the call did not return within 60 s"
+        assert float(took.split()[-1]) < 5
+        assert child.wait(timeout=30) == 0
+        numbers, _ = account(child.stderr.read().decode(), 3000)
+        assert numbers and numbers == sorted(set(numbers)), "lines out of order or repeated"
+    finally:
+        child.kill()
+        child.wait()
 
 
 def test_lines_queued_at_exit_go_out_when_the_reader_returns_soon() -> None:

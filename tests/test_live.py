@@ -21,7 +21,7 @@ from collections.abc import Iterator
 import pytest
 
 import pylogsink
-from conftest import logging_destination, python, records
+from conftest import WINDOWS_ALARM, logging_destination, python, records
 
 DEMO = "_pylogsink.runtime"
 REQUEST = contextvars.ContextVar("request", default="none")
@@ -403,18 +403,26 @@ def test_a_call_holding_the_gil_shows_its_progress_at_each_flush(destination: st
         assert got["first_before_return"] < 0.1, got["first_before_return"]
 
 
+# Windows has no SIGALRM: there the child raises SIGINT in itself 0.3 s
+# into the call (conftest.WINDOWS_ALARM).
+if sys.platform == "win32":
+    ALARM = WINDOWS_ALARM + "signal.signal(signal.SIGINT, interrupt)\n"
+    START_ALARM = "alarm(signal.SIGINT, 0.3)"
+else:
+    ALARM = "signal.signal(signal.SIGALRM, interrupt)\n"
+    START_ALARM = "signal.setitimer(signal.ITIMER_REAL, 0.3)"
+
 INTERRUPTED = """
 import io, json, signal, sys, time, pylogsink
 def interrupt(signum, frame):
     raise KeyboardInterrupt("from the alarm")
-signal.signal(signal.SIGALRM, interrupt)
-arrived = []
+{alarm}arrived = []
 class Timed(io.StringIO):
     def write(self, text):
         arrived.extend((time.monotonic(), line) for line in text.splitlines())
         return len(text)
 sys.stderr = Timed()
-signal.setitimer(signal.ITIMER_REAL, 0.3)
+{start_alarm}
 try:
     pylogsink.runtime.log_slowly(40, 0.02, detach=False, flush=sys.argv[1])
     outcome = "returned"
@@ -438,7 +446,8 @@ def test_a_pending_keyboard_interrupt_at_a_flush_is_the_extensions_choice(flush:
     # order, but for the one whose write the handler interrupted, which
     # went to fd 2 (a repeat is better than a loss); with flush_lines most
     # arrived before the return.
-    done = subprocess.run([sys.executable, "-c", INTERRUPTED, flush], capture_output=True, text=True, timeout=60)
+    code = INTERRUPTED.replace("{alarm}", ALARM).replace("{start_alarm}", START_ALARM)
+    done = subprocess.run([sys.executable, "-c", code, flush], capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
     got = json.loads(done.stdout)
     assert got["outcome"] == "KeyboardInterrupt('from the alarm')"

@@ -5,21 +5,20 @@ from __future__ import annotations
 
 import contextlib
 import io
-import os
-import select
-import signal
 import subprocess
+import sys
+import threading
 import time
 
 import pylogsink
-from conftest import popen, python, records
+from conftest import ABORTED, popen, python, records
 
 
 def test_fatal_line_writes_the_kept_lines_first_then_aborts() -> None:
     # sys.stderr is replaced, so the Error line is kept when the Fatal line
     # comes; both must reach fd 2 before the abort.
     done = python("import io, sys, pylogsink; sys.stderr = io.StringIO(); pylogsink.runtime.abort_with_fatal()")
-    assert done.returncode == -signal.SIGABRT
+    assert done.returncode == ABORTED
     got = [(r.split()[1], r.split("] ")[1]) for r in records(done.stderr)]
     assert got == [
         ("ERROR", "ETDump: debug buffer of 64 bytes is too small for event 3"),
@@ -44,7 +43,11 @@ def test_outside_a_call_a_stalled_fd2_never_blocks_the_thread_long() -> None:
     time.sleep(1.5)
     out, err = child.communicate(timeout=30)
     assert child.returncode == 0
-    assert float(out.split()[-1]) < 1.0
+    # On Windows a pipe cannot tell its free room: each line outside a call
+    # that finds fd 2 stalled hands its write to pylogsink's writer thread
+    # and cancels it (about 0.5 ms under wine), where elsewhere a write that
+    # cannot block fails at once.
+    assert float(out.split()[-1]) < (2.0 if sys.platform == "win32" else 1.0)
     text = err.decode()
     numbers = [int(r.rsplit(" ", 1)[1]) for r in records(text)]
     noted = sum(int(line.split()[1]) for line in text.splitlines() if line.startswith("[pylogsink]"))
@@ -88,13 +91,20 @@ def test_the_queue_goes_out_at_the_next_calls_return() -> None:
         time.sleep(1.0)  # nobody reads fd 2 meanwhile
         child.stdin.write(b"go\n")
         child.stdin.flush()
-        text = b""
+        # A thread reads fd 2 (on Windows select takes sockets only).
+        chunks: list[bytes] = []
+        stderr = child.stderr
+
+        def read() -> None:
+            while chunk := stderr.read1(65536):
+                chunks.append(chunk)
+
+        threading.Thread(target=read, daemon=True).start()
         deadline = time.monotonic() + 20
-        while b"background line 1999\n" not in text and time.monotonic() < deadline:
-            ready, _, _ = select.select([child.stderr], [], [], 0.5)
-            if ready:
-                text += os.read(child.stderr.fileno(), 65536)
-        assert child.stdout.readline() == b"returned\n"
+        while b"background line 1999\n" not in b"".join(chunks) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        text = b"".join(chunks)
+        assert child.stdout.readline().rstrip(b"\r\n") == b"returned"
         assert child.poll() is None, "the lines came before exit"
         decoded = text.decode()
         numbers = [int(r.rsplit(" ", 1)[1]) for r in records(decoded)]

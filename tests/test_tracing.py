@@ -14,7 +14,6 @@ import io
 import logging
 import os
 import re
-import select
 import subprocess
 import sys
 import textwrap
@@ -24,7 +23,7 @@ from pathlib import Path
 import pytest
 
 import pylogsink_testext as testext
-from conftest import logging_destination, python, records, wait_until
+from conftest import logging_destination, python, read_line_within, records, wait_until
 from test_filter import Record, parse, run, show
 
 EXT = Path(__file__).parent / "ext" / "src" / "lib.rs"
@@ -357,10 +356,10 @@ def h2_port() -> Iterator[int]:
         env=child_env(PYLOGSINK_TESTEXT_LOG="off"),
     )
     try:
-        ready, _, _ = select.select([child.stdout], [], [], 30)
-        assert ready, "the HTTP/2 server printed no port within 30 s"
         assert child.stdout is not None
-        yield int(child.stdout.readline())
+        port = read_line_within(child.stdout, 30)
+        assert port, "the HTTP/2 server printed no port within 30 s"
+        yield int(port)
     finally:
         child.terminate()
         child.wait(timeout=10)

@@ -205,7 +205,8 @@ def start_output_capture(stdout: bool = True, stderr: bool = True, *, to_logging
     With ``to_logging``, each line becomes a record of Python's ``logging``
     instead: logger ``stdout`` at INFO, logger ``stderr`` at WARNING."""
     global _exit_registered
-    if not sys.platform.startswith("linux"):
+    # On Windows the native side refuses, saying why (an OSError).
+    if not sys.platform.startswith(("linux", "win32")):
         raise NotImplementedError("pylogsink's output capture is built and tested on Linux only")
     if not _exit_registered:
         atexit.register(_stop_at_exit)

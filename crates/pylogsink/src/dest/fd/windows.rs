@@ -18,7 +18,7 @@
 use super::{next_piece, stderr, FAILED_BYTES, TERMINAL};
 use crate::record::{lock, HeldForFork};
 use crate::sys::{self, HandleKind, RawFd};
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Condvar, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 use windows_sys::Win32::Foundation::{ERROR_OPERATION_ABORTED, HANDLE};
@@ -55,21 +55,41 @@ fn failed(piece: &[u8]) -> usize {
 
 /// Writes `text` to `fd` at a crash, each piece waiting for room until
 /// `deadline`; true if everything went out.
+///
+/// Each piece for a pipe or a console is a hand-over to the writer thread,
+/// and a crash may write thousands (one per record): their hand-overs
+/// alone can outlast the deadline while the reader keeps up. So until a
+/// piece finds no room, a piece past the deadline still waits
+/// [`CRASH_GRACE`] (a write cancelled at once may be one that had room:
+/// under wine the cancel can end a write to a pipe that is being read).
+/// Once one found none, the reader counts as stalled: the rest wait only
+/// until the deadline, and past it are not tried (each try would cost a
+/// hand-over and a cancel).
 pub(crate) fn write_from_signal_handler(fd: RawFd, text: &[u8], deadline: Instant) -> bool {
+    static STALLED: AtomicBool = AtomicBool::new(false);
     let mut done = 0;
     while done < text.len() {
         let piece = &text[done..done + next_piece(&text[done..])];
-        match write_piece(
-            fd,
-            piece,
-            deadline.saturating_duration_since(Instant::now()),
-        ) {
+        let mut wait = deadline.saturating_duration_since(Instant::now());
+        if !STALLED.load(Ordering::Relaxed) {
+            wait = wait.max(CRASH_GRACE);
+        } else if wait.is_zero() {
+            return false;
+        }
+        match write_piece(fd, piece, wait) {
             Some(n) => done += n,
-            None => return false,
+            None => {
+                STALLED.store(true, Ordering::Relaxed);
+                return false;
+            }
         }
     }
     true
 }
+
+/// The least a piece waits at a crash while the reader keeps up (see
+/// [`write_from_signal_handler`]).
+const CRASH_GRACE: Duration = Duration::from_millis(10);
 
 /// Whether `fd` is a console that takes colour: one whose mode enables
 /// virtual terminal sequences.

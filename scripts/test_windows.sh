@@ -1,0 +1,91 @@
+#!/usr/bin/env bash
+# Usage: scripts/test_windows.sh [PYTEST_ARGS...]
+#   scripts/test_windows.sh                          the whole suite
+#   scripts/test_windows.sh tests/test_crash.py -x   some of it
+# The Windows test lane, on this Linux machine. Builds pylogsink, the test
+# extension (tests/ext) and the PyO3 example (examples/pyo3-extension) for
+# Windows (x86_64-win7-windows-gnu: MinGW, with the standard library built
+# from source), installs them into a Windows CPython 3.13 that runs under
+# wine, and runs the tests there: every test that applies to Windows runs,
+# and each that cannot skips, saying why (-rs lists them). The last line
+# says how many tests ran and how many were skipped; the exit status is
+# pytest's, non-zero if any test failed.
+#
+# The tools are made once, into ~/.cache/pylogsink (PYLOGSINK_CACHE):
+# cross/ by scripts/cross-rust.sh (the nightly toolchain rustup has, with
+# Debian's rust-src) and winpython/ by scripts/windows-python.sh (which
+# installs wine64 and MinGW-w64 with apt-get). The builds go to
+# target/windows/ (cargo's target directories, the wheels, pytest's report).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+root=$PWD
+cache=${PYLOGSINK_CACHE:-$HOME/.cache/pylogsink}
+cross=$cache/cross
+win=$cache/winpython
+out=$root/target/windows
+started=$SECONDS
+# Each step's heading says how long the run has taken so far.
+step() { echo "== $* [$(((SECONDS - started) / 60)) min $(((SECONDS - started) % 60)) s]"; }
+
+step "tools: the cross toolchain, the Windows CPython, maturin"
+[ -x "$cross/bin/cargo-cross" ] || scripts/cross-rust.sh "$cross"
+[ -x "$win/bin/winpython" ] || scripts/windows-python.sh "$win"
+# What an older windows-python.sh made: a python313._pth, which keeps the
+# current directory off sys.path (python -m unittest) and PYTHONPATH out.
+rm -f "$win/python/python313._pth"
+# A crash ends the process with its exception's code, as on Windows, rather
+# than starting wine's debugger (which takes seconds, and exits with its own).
+WINEPREFIX=$win/wine WINEDEBUG=-all /usr/lib/wine/wine64 reg add \
+  'HKLM\Software\Microsoft\Windows NT\CurrentVersion\AeDebug' /v Debugger /t REG_SZ /d false /f >/dev/null 2>&1
+[ -x .venv/bin/maturin ] || { [ -x .venv/bin/python ] || python3 -m venv .venv; .venv/bin/python -m pip install -q "maturin>=1.8,<2"; }
+maturin=$root/.venv/bin/maturin
+
+# maturin with the copied nightly toolchain, building the standard library
+# for the target from source (what cargo-cross does for cargo).
+build() {
+  local dir=$1 target_dir=$2
+  shift 2
+  (
+    tc=$cross/toolchain
+    export PATH="$tc/bin:$PATH" RUSTC="$tc/bin/rustc" RUSTDOC="$tc/bin/rustdoc" RUSTC_BOOTSTRAP=1
+    unset RUSTUP_TOOLCHAIN RUSTC_WRAPPER
+    export CARGO_TARGET_X86_64_WIN7_WINDOWS_GNU_LINKER=x86_64-w64-mingw32-gcc CARGO_UNSTABLE_BUILD_STD=std,panic_abort
+    export CARGO_TARGET_DIR=$target_dir "$@"
+    cd "$dir"
+    "$maturin" build --release --locked -q --target x86_64-win7-windows-gnu -o "$out/wheels"
+  )
+}
+
+step "build: pylogsink, the test extension, the PyO3 example"
+rm -rf "$out/wheels"
+build "$root" "$out/cargo"
+build "$root/tests/ext" "$out/cargo"
+# The example is a project of its own, without PyO3's generate-import-lib:
+# MinGW's linker takes the Windows CPython's python3.dll itself.
+build "$root/examples/pyo3-extension" "$out/cargo-example" PYO3_CROSS_LIB_DIR="$win/python"
+
+step "install them, and pytest, into the Windows CPython"
+export PIP_ROOT_USER_ACTION=ignore
+"$win/bin/winpip" --force-reinstall --no-deps "$out"/wheels/*.whl
+# pytest and pytest-timeout are all that the tests which run here import
+# (wurlitzer, ipykernel and the build tools serve tests that skip on Windows).
+"$win/bin/winpython" -c "import pytest, pytest_timeout" 2>/dev/null \
+  || "$win/bin/winpip" "pytest>=8" "pytest-timeout>=2.3"
+
+step "tests"
+status=0
+"$win/bin/winpython" -m pytest tests -p no:cacheprovider --timeout 120 -rs \
+  --junitxml="$out/junit.xml" "$@" || status=$?
+step "done"
+python3 - "$out/junit.xml" <<'EOF'
+import sys
+import xml.etree.ElementTree as ET
+
+suite = ET.parse(sys.argv[1]).getroot()
+suite = suite.find("testsuite") if suite.tag == "testsuites" else suite
+total, skipped = int(suite.get("tests")), int(suite.get("skipped"))
+failed, errors = int(suite.get("failures")), int(suite.get("errors"))
+print(f"Windows: {total - skipped} tests ran ({total - skipped - failed - errors} passed, {failed} failed, "
+      f"{errors} errors); {skipped} skipped on Windows")
+EOF
+exit $status
