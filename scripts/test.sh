@@ -6,7 +6,8 @@
 # with the two examples in examples/ built as their users would, and last
 # each PyO3 series supported in an extension of its own
 # (scripts/test_pyo3_versions.sh) and the oldest under the tests
-# (scripts/test_pyo3_oldest.sh). The abi3
+# (scripts/test_pyo3_oldest.sh), and last the Windows lane: the tests in a
+# Windows CPython under wine (scripts/test_windows.sh). The abi3
 # wheel on 3.11; on 3.12 and later a
 # wheel built for that version (no abi3), where pylogsink keeps "is
 # sys.stderr replaced" with a dict watcher. pylogsink's wheels are those
@@ -87,5 +88,7 @@ if [ -n "${oldest_pyo3_on:-}" ]; then
 else
   echo "skipped: the PyO3 versions are tested on a CPython 3.11 to 3.13, and none was found"
 fi
+step "Windows under wine: the wheels built with MinGW, the tests that apply there (scripts/test_windows.sh)"
+scripts/test_windows.sh || status=1
 step "done"
 exit $status

@@ -27,8 +27,15 @@ started=$SECONDS
 # Each step's heading says how long the run has taken so far.
 step() { echo "== $* [$(((SECONDS - started) / 60)) min $(((SECONDS - started) % 60)) s]"; }
 
-step "tools: the cross toolchain, the Windows CPython, maturin"
-[ -x "$cross/bin/cargo-cross" ] || scripts/cross-rust.sh "$cross"
+# The cross toolchain is rustup's nightly with the standard library built
+# from source; without it there is no Windows build here.
+if ! rustup run nightly rustc -V >/dev/null 2>&1; then
+  echo "skipped: the Windows lane (rustup has no nightly toolchain to build the standard library for Windows with)"
+  exit 0
+fi
+
+step "tools: the cross toolchain, the Windows CPython"
+export PYLOGSINK_CROSS=$cross   # for scripts/windows_wheel.sh, which makes it
 [ -x "$win/bin/winpython" ] || scripts/windows-python.sh "$win"
 # What an older windows-python.sh made: a python313._pth, which keeps the
 # current directory off sys.path (python -m unittest) and PYTHONPATH out.
@@ -37,32 +44,19 @@ rm -f "$win/python/python313._pth"
 # than starting wine's debugger (which takes seconds, and exits with its own).
 WINEPREFIX=$win/wine WINEDEBUG=-all /usr/lib/wine/wine64 reg add \
   'HKLM\Software\Microsoft\Windows NT\CurrentVersion\AeDebug' /v Debugger /t REG_SZ /d false /f >/dev/null 2>&1
-[ -x .venv/bin/maturin ] || { [ -x .venv/bin/python ] || python3 -m venv .venv; .venv/bin/python -m pip install -q "maturin>=1.8,<2"; }
-maturin=$root/.venv/bin/maturin
-
-# maturin with the copied nightly toolchain, building the standard library
-# for the target from source (what cargo-cross does for cargo).
-build() {
-  local dir=$1 target_dir=$2
-  shift 2
-  (
-    tc=$cross/toolchain
-    export PATH="$tc/bin:$PATH" RUSTC="$tc/bin/rustc" RUSTDOC="$tc/bin/rustdoc" RUSTC_BOOTSTRAP=1
-    unset RUSTUP_TOOLCHAIN RUSTC_WRAPPER
-    export CARGO_TARGET_X86_64_WIN7_WINDOWS_GNU_LINKER=x86_64-w64-mingw32-gcc CARGO_UNSTABLE_BUILD_STD=std,panic_abort
-    export CARGO_TARGET_DIR=$target_dir "$@"
-    cd "$dir"
-    "$maturin" build --release --locked -q --target x86_64-win7-windows-gnu -o "$out/wheels"
-  )
-}
 
 step "build: pylogsink, the test extension, the PyO3 example"
+# scripts/windows_wheel.sh builds each, in the cross toolchain's target
+# directory that make dist's Windows wheel also uses (what is built once is
+# not built again).
 rm -rf "$out/wheels"
-build "$root" "$out/cargo"
-build "$root/tests/ext" "$out/cargo"
-# The example is a project of its own, without PyO3's generate-import-lib:
-# MinGW's linker takes the Windows CPython's python3.dll itself.
-build "$root/examples/pyo3-extension" "$out/cargo-example" PYO3_CROSS_LIB_DIR="$win/python"
+scripts/windows_wheel.sh "$out/wheels" --locked
+(cd tests/ext && ../../scripts/windows_wheel.sh "$out/wheels" --locked)
+# The example is a project of its own (its own lock and target directory),
+# without PyO3's generate-import-lib: MinGW's linker takes the Windows
+# CPython's python3.dll itself.
+(cd examples/pyo3-extension && CARGO_TARGET_DIR=$out/cargo-example PYO3_CROSS_LIB_DIR="$win/python" \
+  ../../scripts/windows_wheel.sh "$out/wheels" --locked)
 
 step "install them, and pytest, into the Windows CPython"
 export PIP_ROOT_USER_ACTION=ignore
@@ -71,6 +65,16 @@ export PIP_ROOT_USER_ACTION=ignore
 # (wurlitzer, ipykernel and the build tools serve tests that skip on Windows).
 "$win/bin/winpython" -c "import pytest, pytest_timeout" 2>/dev/null \
   || "$win/bin/winpip" "pytest>=8" "pytest-timeout>=2.3"
+
+step "a C runtime driven by ctypes (tests/c_abi/ctypes_rt.c), built with MinGW against the installed package"
+# The C ABI from the wheel just installed: its header and static library,
+# and the system libraries link-args.txt names; python3.dll for the Python
+# calls the library makes. tests/test_c_abi.py loads it.
+package=$win/python/Lib/site-packages/pylogsink
+mapfile -t link_args < "$package/lib/link-args.txt"
+x86_64-w64-mingw32-gcc -std=c99 -Wall -Werror -O2 -shared -o "$out/ctypes_rt.dll" tests/c_abi/ctypes_rt.c \
+  -I"$package/include" "$package/lib/libpylogsink.a" "${link_args[@]}" -L"$win/python" -lpython3
+export PYLOGSINK_TEST_CTYPES_RT="Z:$out/ctypes_rt.dll"
 
 step "tests"
 status=0

@@ -529,3 +529,80 @@ def test_vemit_formats_within_its_buffers_under_the_sanitizers(tmp_path: Path) -
     assert build.returncode == 0, build.stderr
     done = subprocess.run([str(exe)], capture_output=True, text=True, timeout=60)
     assert (done.returncode, done.stdout) == (0, "ok\n"), done.stderr
+
+
+@pytest.fixture(scope="module")
+def ctypes_rt(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """tests/c_abi/ctypes_rt.c as a shared library, linked with the
+    installed pylogsink's static library and no Python header or library.
+    On Windows, the DLL that scripts/test_windows.sh builds with MinGW
+    (PYLOGSINK_TEST_CTYPES_RT): this Windows CPython has no C compiler."""
+    if sys.platform == "win32":
+        dll = os.environ.get("PYLOGSINK_TEST_CTYPES_RT")
+        if not dll:
+            pytest.skip("ctypes_rt.dll is built by scripts/test_windows.sh (MinGW), and PYLOGSINK_TEST_CTYPES_RT is unset")
+        return Path(dll)
+    out = tmp_path_factory.mktemp("ctypes_rt") / "ctypes_rt.so"
+    done = subprocess.run(
+        ["gcc", "-std=c99", "-Wall", "-Werror", "-shared", "-fPIC", "-o", str(out), str(SOURCES / "ctypes_rt.c"),
+         f"-I{pylogsink.get_include()}", *pylogsink.get_link_args()],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    return out
+
+
+CTYPES_CHILD = """
+import contextlib, ctypes, io, sys
+binding, work = ctypes.PyDLL(sys.argv[1]), ctypes.CDLL(sys.argv[1])
+binding.rt_init(b"CTYPES_RT_LOG")
+caught = io.StringIO()
+with contextlib.redirect_stderr(caught):
+    binding.rt_enter()
+    binding.rt_log(b"held", 3)        # the GIL held
+    binding.rt_exit()
+    binding.rt_enter()
+    work.rt_log_threads(4, 100)       # the GIL released, four native threads
+    binding.rt_exit()
+binding.rt_log(b"outside", 2)         # outside any call, sys.stderr back
+sys.stdout.write(caught.getvalue())
+"""
+
+
+def test_a_runtime_driven_by_ctypes_logs_through_the_static_library(
+    ctypes_rt: Path, clean_env: dict[str, str]
+) -> None:
+    # A C runtime with no Python header, its bindings in Python (ctypes):
+    # the lines of a call, with the GIL held and released, reach the
+    # replaced sys.stderr by the call's return, each thread's in order.
+    clean_env.pop("CTYPES_RT_LOG", None)
+    done = subprocess.run(
+        [sys.executable, "-c", CTYPES_CHILD, str(ctypes_rt)], capture_output=True, text=True, env=clean_env, timeout=60
+    )
+    assert done.returncode == 0, done.stderr
+    caught = records(done.stdout)
+    assert all(re.search(r"Z INFO  ctypes_rt ctypes_rt\.c:\d+\] ", line) for line in caught), caught[:3]
+    messages = [line.rsplit("] ", 1)[1] for line in caught]
+    assert messages[:3] == ["held 0", "held 1", "held 2"]
+    for t in range(4):
+        assert [m for m in messages if m.startswith(f"worker {t} ")] == [f"worker {t} {i}" for i in range(100)]
+    assert len(messages) == 403 and "dropped" not in done.stdout + done.stderr
+    assert [line.rsplit("] ", 1)[1] for line in records(done.stderr)] == ["outside 0", "outside 1"]
+
+
+def test_a_ctypes_runtime_takes_its_filter_from_the_variable_it_names(
+    ctypes_rt: Path, clean_env: dict[str, str]
+) -> None:
+    done = subprocess.run(
+        [sys.executable, "-c", CTYPES_CHILD, str(ctypes_rt)],
+        capture_output=True,
+        text=True,
+        env={**clean_env, "CTYPES_RT_LOG": "debug"},
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stderr
+    # One Debug line in the call (caught), one outside it (fd 2).
+    for stream in (done.stdout, done.stderr):
+        assert [line.rsplit("] ", 1)[1] for line in records(stream)].count("dropped") == 1, stream

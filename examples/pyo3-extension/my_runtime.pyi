@@ -23,6 +23,12 @@ def set_log_destination(name: Literal["logging", "stderr"]) -> None:
     """Sends records to Python's logging, or to stderr as text."""
 def log_destination() -> Literal["logging", "stderr"]:
     """Where records go."""
+def set_log_budget(*, lines: int | None = None, records: int | None = None, record_bytes: int | None = None) -> None:
+    """Sets how much may wait in one place before the oldest is left out:
+    bytes of text lines, records for logging and their bytes. ValueError
+    below the least (1024 bytes, one record)."""
+def log_budget() -> dict[str, int]:
+    """The budget in force: "lines", "records", "record_bytes"."""
 def log_stats() -> dict[str, int]:
     """Records emitted (in all and per level: "trace" ... "fatal"),
     lines left out ("left_out"), bytes fd 2 refused ("failed_bytes") and

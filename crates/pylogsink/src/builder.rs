@@ -9,7 +9,8 @@ use crate::call::logging;
 use crate::control::{self, destination, filter, Destination, FilterError, DEFAULT_FILTER};
 use crate::core::emit::emit_record;
 use crate::core::{crash, fork};
-use crate::dest::{fd, pending};
+use crate::dest::budget::{self, Budget};
+use crate::dest::fd;
 use crate::record::color::{self, ColorChoice};
 use crate::record::{Level, Record};
 use std::fmt;
@@ -45,7 +46,7 @@ pub struct Builder {
     logger_prefix: String,
     crash_handler: bool,
     logging_exit_budget: Duration,
-    logging_budget: (usize, usize),
+    budget: Budget,
     /// Read only with the `tracing` feature.
     #[cfg_attr(not(feature = "tracing"), allow(dead_code))]
     tracing_subscriber: bool,
@@ -71,7 +72,7 @@ impl Builder {
             logger_prefix: String::new(),
             crash_handler: true,
             logging_exit_budget: Duration::from_secs(1),
-            logging_budget: (pending::DEFAULT_RECORDS, pending::DEFAULT_BYTES),
+            budget: budget::DEFAULT,
             tracing_subscriber: true,
         }
     }
@@ -142,20 +143,42 @@ impl Builder {
         self
     }
 
+    /// How many bytes of text lines may wait in one place (a call's lines,
+    /// the process's queue of lines logged outside any call, the lines
+    /// waiting for a replaced `sys.stderr`) before the oldest are left out:
+    /// 4 MiB unless set (1 KiB at the least), some 25,000 lines of 100
+    /// bytes. What is left out becomes one note where it was, counted in
+    /// [`stats`](crate::stats)'s `left_out`. The users' `PYLOGSINK_BUDGET`
+    /// overrides it (`lines=8MiB`), and so does `set_log_budget` from
+    /// Python.
+    ///
+    /// ```
+    /// let builder = pylogsink::Builder::new().line_budget(16 << 20);
+    /// # let _ = builder;
+    /// ```
+    pub fn line_budget(mut self, bytes: usize) -> Builder {
+        self.budget.lines = bytes;
+        self
+    }
+
     /// With the `logging` destination, how many records may wait in one
     /// place (a call's, or the process's queue of records logged outside
     /// any call) before the oldest are left out: the newest `records`
-    /// (10,000 unless set; one at the least) within `bytes` (4 MiB unless
-    /// set), a record counting for its message, target, file and 64 bytes.
-    /// What is left out becomes one note, a Warning of the `pylogsink`
-    /// logger, where it was, counted in [`stats`](crate::stats)'s `left_out`.
+    /// (50,000 unless set; one at the least) within `bytes` (16 MiB unless
+    /// set; 1 KiB at the least), a record counting for its message, target,
+    /// file and 64 bytes. What is left out becomes one note, a Warning of
+    /// the `pylogsink` logger, where it was, counted in
+    /// [`stats`](crate::stats)'s `left_out`. The users' `PYLOGSINK_BUDGET`
+    /// overrides it (`records=100000,record_bytes=32MiB`), and so does
+    /// `set_log_budget` from Python.
     ///
     /// ```
-    /// let builder = pylogsink::Builder::new().logging_budget(50_000, 16 << 20);
+    /// let builder = pylogsink::Builder::new().logging_budget(100_000, 32 << 20);
     /// # let _ = builder;
     /// ```
     pub fn logging_budget(mut self, records: usize, bytes: usize) -> Builder {
-        self.logging_budget = (records, bytes);
+        self.budget.records = records;
+        self.budget.record_bytes = bytes;
         self
     }
 
@@ -218,7 +241,18 @@ impl Builder {
         }
         logging::set_prefix(&self.logger_prefix);
         logging::set_exit_budget(self.logging_exit_budget);
-        pending::set_budget(self.logging_budget.0, self.logging_budget.1);
+        // The users' budget, where they set one, over the extension's.
+        let (users_budget, budget_warning) = match std::env::var(budget::ENV) {
+            Ok(spec) => match budget::parse(&spec, self.budget) {
+                Ok(users) => (users, None),
+                Err(why) => (
+                    self.budget,
+                    Some(format!("{}: ignored: {why}", budget::ENV)),
+                ),
+            },
+            Err(_) => (self.budget, None),
+        };
+        budget::set(users_budget);
         let value = std::env::var_os(&self.env);
         let (users, warning) = filter::from_env(&self.env, value.as_deref(), default.spec());
         filter::set_default(default);
@@ -242,8 +276,8 @@ impl Builder {
         if self.crash_handler {
             crash::install();
         }
-        if let Some(warning) = warning {
-            // Said whatever the filter is: it is about the filter itself.
+        // Said whatever the filter is: they are about the settings.
+        for warning in [warning, budget_warning].into_iter().flatten() {
             emit_record(&Record {
                 level: Level::Warn,
                 target: "pylogsink",

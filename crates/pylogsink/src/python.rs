@@ -7,14 +7,15 @@
 use crate::call::{capture, logging};
 use crate::control::{destination, filter, reset_filter, set_destination, set_filter, Destination};
 use crate::core::stats;
+use crate::dest::budget::{self, Budget};
 use crate::record::Level;
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 
 /// Adds `set_log_filter`, `log_filter`, `set_log_destination`,
-/// `log_destination` and `log_stats` to the extension's
-/// module:
+/// `log_destination`, `set_log_budget`, `log_budget` and `log_stats` to
+/// the extension's module:
 ///
 /// ```no_run
 /// use pyo3::prelude::*;
@@ -41,6 +42,13 @@ use pyo3::types::PyDict;
 ///     """Sends records to Python's logging, or to stderr as text."""
 /// def log_destination() -> Literal["logging", "stderr"]:
 ///     """Where records go."""
+/// def set_log_budget(*, lines: int | None = None, records: int | None = None,
+///                    record_bytes: int | None = None) -> None:
+///     """Sets how much may wait in one place before the oldest is left
+///     out: bytes of text lines, records for logging and their bytes.
+///     ValueError below the least (1024 bytes, one record)."""
+/// def log_budget() -> dict[str, int]:
+///     """The budget in force: "lines", "records", "record_bytes"."""
 /// def log_stats() -> dict[str, int]:
 ///     """Records emitted (in all and per level: "trace" ... "fatal"),
 ///     lines left out ("left_out"), bytes fd 2 refused ("failed_bytes")
@@ -58,6 +66,8 @@ pub fn add_functions(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(log_filter, m)?)?;
     m.add_function(wrap_pyfunction!(set_log_destination, m)?)?;
     m.add_function(wrap_pyfunction!(log_destination, m)?)?;
+    m.add_function(wrap_pyfunction!(set_log_budget, m)?)?;
+    m.add_function(wrap_pyfunction!(log_budget, m)?)?;
     m.add_function(wrap_pyfunction!(log_stats, m)?)
 }
 
@@ -96,6 +106,55 @@ fn set_log_destination(py: Python<'_>, name: &str) -> PyResult<()> {
 #[pyfunction]
 fn log_destination() -> &'static str {
     destination().name()
+}
+
+/// Sets how much may wait in one place before the oldest lines are left
+/// out (each part that is given): `lines`, bytes of text lines; `records`
+/// and `record_bytes`, records waiting for `logging`. A part below its
+/// least (1024 bytes, one record) raises ValueError and nothing changes.
+#[pyfunction]
+#[pyo3(signature = (*, lines=None, records=None, record_bytes=None))]
+fn set_log_budget(
+    lines: Option<i64>,
+    records: Option<i64>,
+    record_bytes: Option<i64>,
+) -> PyResult<()> {
+    let mut new = budget::get();
+    for (name, value, least, slot) in [
+        ("lines", lines, budget::MIN_BYTES, &mut new.lines),
+        ("records", records, 1, &mut new.records),
+        (
+            "record_bytes",
+            record_bytes,
+            budget::MIN_BYTES,
+            &mut new.record_bytes,
+        ),
+    ] {
+        let Some(value) = value else { continue };
+        *slot = usize::try_from(value)
+            .ok()
+            .filter(|&v| v >= least)
+            .ok_or_else(|| {
+                PyValueError::new_err(format!("{name}={value}: the least is {least}"))
+            })?;
+    }
+    budget::set(new);
+    Ok(())
+}
+
+/// The budget in force.
+#[pyfunction]
+fn log_budget(py: Python<'_>) -> PyResult<Bound<'_, PyDict>> {
+    let Budget {
+        lines,
+        records,
+        record_bytes,
+    } = budget::get();
+    let dict = PyDict::new(py);
+    dict.set_item("lines", lines)?;
+    dict.set_item("records", records)?;
+    dict.set_item("record_bytes", record_bytes)?;
+    Ok(dict)
 }
 
 /// The directives in force, joined with commas.

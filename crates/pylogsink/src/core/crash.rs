@@ -24,21 +24,22 @@ use crate::dest::fd::{self, write_from_signal_handler};
 use crate::dest::kept::{write_left_out_note, Limit};
 use crate::dest::pending::flight;
 use crate::dest::pending::PendingRecord;
-use crate::dest::CAP;
 use crate::record::{lock, lock_at_crash};
 use crate::sys;
 use std::sync::{Mutex, Once};
 use std::time::Instant;
 
-/// Where records for `logging` are formatted as text in the handler.
+/// Where records for `logging` are formatted as text in the handler: one
+/// record of up to 64 KiB (a longer one is counted as skipped).
 static SCRATCH: Mutex<Vec<u8>> = Mutex::new(Vec::new());
+const SCRATCH_BYTES: usize = 64 * 1024;
 
 /// Installs the crash handler, once per process: at the first fatal
 /// signal (a crash on Windows), what waits is written.
 pub(crate) fn install() {
     static INSTALLED: Once = Once::new();
     INSTALLED.call_once(|| {
-        *lock(&SCRATCH) = Vec::with_capacity(CAP);
+        *lock(&SCRATCH) = Vec::with_capacity(SCRATCH_BYTES);
         sys::install_crash_handler(write_waiting);
     });
 }
@@ -205,13 +206,15 @@ mod tests {
         install();
         THREAD.with(|t| t.enter(|| false, || -1));
         let before = crate::core::stats::left_out();
-        for i in 0..3000 {
+        // More than the budget holds: lines of some 1,050 bytes.
+        let n = crate::dest::budget::lines() / 900;
+        for i in 0..n {
             crate::core::emit::emit_record(&Record {
                 level: Level::Info,
                 target: "rt",
                 file: "rt.rs",
                 line: 1,
-                message: format!("line {i:04} {}", "x".repeat(60)).as_bytes(),
+                message: format!("line {i:06} {}", "x".repeat(1000)).as_bytes(),
                 fields: None,
             });
         }
@@ -240,8 +243,8 @@ mod tests {
             .parse()
             .unwrap();
         let lines = dump.lines().count() as u64 - 1;
-        assert_eq!(noted + lines, 3000);
+        assert_eq!(noted + lines, n as u64);
         assert!(dropped >= noted, "{dropped} counted, {noted} noted");
-        assert!(dump.ends_with(&format!("line 2999 {}\n", "x".repeat(60))));
+        assert!(dump.ends_with(&format!("line {:06} {}\n", n - 1, "x".repeat(1000))));
     }
 }

@@ -14,7 +14,7 @@
 use crate::dest::fd;
 use crate::dest::pending::Batch;
 use crate::dest::route::{on_no_room, NoRoom, Sink};
-use crate::dest::{Kept, Taken, CAP};
+use crate::dest::{budget, Kept, Taken};
 use crate::record::{lock, lock_at_crash, HeldForFork};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Mutex, MutexGuard};
@@ -78,7 +78,7 @@ pub(crate) fn write_direct(
     }
 }
 
-static QUEUE: Mutex<Kept> = Mutex::new(Kept::with_cap(CAP));
+static QUEUE: Mutex<Kept> = Mutex::new(Kept::budgeted());
 static QUEUE_PENDING: AtomicBool = AtomicBool::new(false);
 
 fn queue() -> MutexGuard<'static, Kept> {
@@ -138,7 +138,7 @@ pub(crate) fn hold_for_fork() -> HeldForFork {
 /// Lines logged outside any call while `sys.stderr` is replaced (a
 /// test's capture, a notebook's cell), for pylogsink's Python thread to
 /// write to it: its newest 64 KiB.
-static FOR_STREAM: Mutex<Kept> = Mutex::new(Kept::with_cap(CAP));
+static FOR_STREAM: Mutex<Kept> = Mutex::new(Kept::budgeted());
 static FOR_STREAM_PENDING: AtomicBool = AtomicBool::new(false);
 
 /// Whether `sys.stderr` was replaced when Python was last asked: at an
@@ -183,7 +183,7 @@ pub(crate) fn stderr_replaced(now_ms: u64) -> (bool, bool) {
     } else {
         lock(&FOR_STREAM).len_bytes()
     };
-    let answer = outside_answer(replaced, now_ms, look_since, held);
+    let answer = outside_answer(replaced, now_ms, look_since, held, hold_max());
     if answer == Outside::Ask
         && STDERR_LOOK_SINCE_MS
             .compare_exchange(0, now_ms.max(1), Ordering::AcqRel, Ordering::Relaxed)
@@ -212,14 +212,16 @@ pub(crate) enum Outside {
 }
 
 /// The most bytes of lines that wait for a look before the last answer
-/// stands: half the buffer they wait in, so that a burst while Python is
-/// busy goes on to fd 2 rather than out of the buffer.
-pub(crate) const HOLD_MAX: usize = CAP / 2;
+/// stands: half the buffer they wait in (half the budget), so that a burst
+/// while Python is busy goes on to fd 2 rather than out of the buffer.
+fn hold_max() -> usize {
+    budget::lines() / 2
+}
 
 /// [`Outside`] for a line at `now_ms`, from the answer last seen
 /// (`replaced`), since when a look is awaited (`look_since_ms`, 0 for
 /// none) and the bytes of lines waiting for it (`held`). A look that stays
-/// unanswered past [`STDERR_FRESH_MS`], or while [`HOLD_MAX`] bytes wait
+/// unanswered past [`STDERR_FRESH_MS`], or while `hold_max` bytes wait
 /// (Python busy: the thread cannot run), lets the last answer stand, so
 /// that lines still reach fd 2 while Python is busy.
 pub(crate) fn outside_answer(
@@ -227,10 +229,11 @@ pub(crate) fn outside_answer(
     now_ms: u64,
     look_since_ms: u64,
     held: usize,
+    hold_max: usize,
 ) -> Outside {
     if look_since_ms == 0 {
         Outside::Ask
-    } else if now_ms.saturating_sub(look_since_ms) < STDERR_FRESH_MS && held < HOLD_MAX {
+    } else if now_ms.saturating_sub(look_since_ms) < STDERR_FRESH_MS && held < hold_max {
         Outside::Wait
     } else {
         Outside::LastSeen(replaced)
@@ -317,17 +320,22 @@ pub(crate) fn visit(text: &mut dyn FnMut(&Kept)) -> usize {
 mod outside_tests {
     use super::*;
 
+    const HOLD_MAX: usize = 32 * 1024;
+
     #[test]
     fn with_no_look_awaited_a_line_asks() {
-        assert_eq!(outside_answer(false, 1050, 0, 0), Outside::Ask);
-        assert_eq!(outside_answer(true, 1050, 0, 0), Outside::Ask);
+        assert_eq!(outside_answer(false, 1050, 0, 0, HOLD_MAX), Outside::Ask);
+        assert_eq!(outside_answer(true, 1050, 0, 0, HOLD_MAX), Outside::Ask);
     }
 
     #[test]
     fn the_lines_after_it_wait_for_the_look() {
-        assert_eq!(outside_answer(false, 1150, 1100, 100), Outside::Wait);
         assert_eq!(
-            outside_answer(true, 1199, 1100, HOLD_MAX - 1),
+            outside_answer(false, 1150, 1100, 100, HOLD_MAX),
+            Outside::Wait
+        );
+        assert_eq!(
+            outside_answer(true, 1199, 1100, HOLD_MAX - 1, HOLD_MAX),
             Outside::Wait
         );
     }
@@ -335,20 +343,23 @@ mod outside_tests {
     #[test]
     fn a_look_nobody_answers_lets_the_last_answer_stand() {
         assert_eq!(
-            outside_answer(false, 1200, 1100, 0),
+            outside_answer(false, 1200, 1100, 0, HOLD_MAX),
             Outside::LastSeen(false)
         );
-        assert_eq!(outside_answer(true, 5000, 1100, 0), Outside::LastSeen(true));
+        assert_eq!(
+            outside_answer(true, 5000, 1100, 0, HOLD_MAX),
+            Outside::LastSeen(true)
+        );
     }
 
     #[test]
     fn a_burst_while_python_is_busy_goes_on_before_the_buffer_is_full() {
         assert_eq!(
-            outside_answer(false, 1110, 1100, HOLD_MAX),
+            outside_answer(false, 1110, 1100, HOLD_MAX, HOLD_MAX),
             Outside::LastSeen(false)
         );
         assert_eq!(
-            outside_answer(true, 1110, 1100, HOLD_MAX),
+            outside_answer(true, 1110, 1100, HOLD_MAX, HOLD_MAX),
             Outside::LastSeen(true)
         );
     }

@@ -3,17 +3,14 @@
 //! A call whose lines cannot go out at once keeps them here, and so does
 //! the process-wide queue for lines logged outside any call that found no
 //! room on fd 2. Memory must stay bounded whatever native code logs, so
-//! the buffer keeps its newest [`CAP`] bytes; the lines it leaves out are
+//! the buffer keeps its newest lines within the budget in force
+//! ([`budget::lines`]) or a cap of its own; the lines it leaves out are
 //! counted, and one note in their place says how many, so every line
 //! emitted is either written or accounted for.
 
+use super::budget;
 use std::collections::VecDeque;
 use std::fmt::Write as _;
-
-/// The most bytes of lines one buffer keeps: 64 KiB. The one budget of
-/// what waits: a call's kept lines, the process-wide queue, the records
-/// waiting for `logging`.
-pub(crate) const CAP: usize = 64 * 1024;
 
 /// The most a buffer holds, as its note says it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -27,11 +24,21 @@ pub(crate) enum Limit {
 impl std::fmt::Display for Limit {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match *self {
-            Limit::Bytes(bytes) => write!(f, "{} KiB", bytes / 1024),
+            Limit::Bytes(bytes) => write_size(f, bytes),
             Limit::Records(records, bytes) => {
-                write!(f, "{records} records or {} KiB", bytes / 1024)
+                write!(f, "{records} records or ")?;
+                write_size(f, bytes)
             }
         }
+    }
+}
+
+/// A size as a note says it: in MiB where whole, else in KiB.
+fn write_size(f: &mut std::fmt::Formatter<'_>, bytes: usize) -> std::fmt::Result {
+    if bytes >= 1 << 20 && bytes.is_multiple_of(1 << 20) {
+        write!(f, "{} MiB", bytes >> 20)
+    } else {
+        write!(f, "{} KiB", bytes / 1024)
     }
 }
 
@@ -59,10 +66,12 @@ pub(crate) fn write_left_out_note(
     )
 }
 
-/// Whole lines, oldest first, holding at most `cap` bytes.
+/// Whole lines, oldest first, holding at most the budget's bytes (or a
+/// cap of its own).
 #[derive(Debug)]
 pub(crate) struct Kept {
-    cap: usize,
+    /// A cap of its own; the budget in force if none.
+    own_cap: Option<usize>,
     /// Line bytes; the kept lines are `data[head..]`.
     data: Vec<u8>,
     head: usize,
@@ -81,15 +90,25 @@ pub(crate) struct Kept {
 
 impl Default for Kept {
     fn default() -> Self {
-        Kept::with_cap(CAP)
+        Kept::budgeted()
     }
 }
 
 impl Kept {
-    /// An empty buffer that keeps at most `cap` bytes (64 at the least).
+    /// An empty buffer that keeps at most the budget in force.
+    pub(crate) const fn budgeted() -> Kept {
+        Kept::with_own_cap(None)
+    }
+
+    /// An empty buffer that keeps at most `cap` bytes (64 at the least),
+    /// whatever the budget.
     pub(crate) const fn with_cap(cap: usize) -> Kept {
+        Kept::with_own_cap(Some(if cap < 64 { 64 } else { cap }))
+    }
+
+    const fn with_own_cap(own_cap: Option<usize>) -> Kept {
         Kept {
-            cap: if cap < 64 { 64 } else { cap },
+            own_cap,
             data: Vec::new(),
             head: 0,
             lines: VecDeque::new(),
@@ -114,7 +133,7 @@ impl Kept {
 
     /// The most bytes it keeps.
     pub(crate) fn cap(&self) -> usize {
-        self.cap
+        self.own_cap.unwrap_or_else(budget::lines)
     }
 
     /// The kept lines as they are, oldest first, without the note: what
@@ -157,10 +176,11 @@ impl Kept {
     }
 
     fn push_piece(&mut self, line: &[u8], is_rest: bool) {
-        if line.len() <= self.cap {
+        let cap = self.cap();
+        if line.len() <= cap {
             return self.push_line(line, is_rest);
         }
-        let keep = cut_point(line, self.cap - 1);
+        let keep = cut_point(line, cap - 1);
         self.cut_lines += 1;
         self.cut_bytes += (line.len() - keep) as u64;
         let mut cut = Vec::with_capacity(keep + 1);
@@ -170,7 +190,8 @@ impl Kept {
     }
 
     fn push_line(&mut self, line: &[u8], is_rest: bool) {
-        while self.len_bytes() + line.len() > self.cap {
+        let cap = self.cap();
+        while self.len_bytes() + line.len() > cap {
             let Some((old, old_is_rest)) = self.lines.pop_front() else {
                 break;
             };
@@ -197,7 +218,7 @@ impl Kept {
         if written >= taken.text.len() {
             return;
         }
-        let newer = std::mem::replace(self, Kept::with_cap(self.cap));
+        let newer = std::mem::replace(self, Kept::with_own_cap(self.own_cap));
         self.append(taken, written);
         self.newline_first |= newer.newline_first;
         self.left_out_lines += newer.left_out_lines;
@@ -280,17 +301,17 @@ impl Kept {
                 self.left_out_lines,
                 "line",
                 self.left_out_bytes,
-                Limit::Bytes(self.cap),
+                Limit::Bytes(self.cap()),
             );
             let _ = writeln!(note, "[pylogsink] {text}");
         }
         if self.cut_lines > 0 {
             let _ = writeln!(
                 note,
-                "[pylogsink] {} line{} longer than {} KiB cut: {} bytes left out",
+                "[pylogsink] {} line{} longer than {} cut: {} bytes left out",
                 self.cut_lines,
                 plural(self.cut_lines),
-                self.cap / 1024,
+                Limit::Bytes(self.cap()),
                 self.cut_bytes,
             );
         }
@@ -403,6 +424,7 @@ mod tests {
 
     #[test]
     fn memory_stays_bounded() {
+        const CAP: usize = 64 * 1024;
         let mut k = Kept::with_cap(CAP);
         for i in 0..100_000 {
             k.push(&line(i, 100));

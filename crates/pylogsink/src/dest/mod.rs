@@ -5,8 +5,10 @@
 //! for Python's `logging` ([`pending`]). [`route`] decides, as pure
 //! functions of the situation; [`fd`] writes without ever blocking longer
 //! than the caller allows. Nothing here knows about threads, calls or
-//! settings: the core passes what it needs.
+//! settings, but the budget of what may wait ([`budget`]): the core passes
+//! what it needs.
 
+pub(crate) mod budget;
 pub(crate) mod capture;
 pub(crate) mod dropped;
 pub(crate) mod fd;
@@ -14,5 +16,5 @@ pub(crate) mod kept;
 pub(crate) mod pending;
 pub(crate) mod route;
 
-pub(crate) use kept::{Kept, Taken, CAP};
+pub(crate) use kept::{Kept, Taken};
 pub(crate) use route::Sink;

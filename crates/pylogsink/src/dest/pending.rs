@@ -4,47 +4,28 @@
 //! is logged (that would run Python in the log function), so it waits as
 //! data, not text: `logging` wants the level, the target, the file and line
 //! and the time apart. Like the text buffers, a buffer keeps its newest
-//! records within a budget ([`set_budget`]: 10,000 records within 4 MiB
-//! unless the builder says otherwise), and counts those it left out so that
+//! records within a budget ([`budget`](super::budget): 50,000 records
+//! within 16 MiB unless set otherwise), and counts those it left out so that
 //! one note can say so where they were.
 
+use super::budget;
 use super::kept::{left_out_note, Limit};
 use crate::record::fields::{message_text, OwnedFields};
 use crate::record::format::format_record;
 use crate::record::{Level, Record};
 use std::collections::VecDeque;
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::SystemTime;
 
-/// The records a buffer keeps at most, unless [`set_budget`] changed it.
-pub(crate) const DEFAULT_RECORDS: usize = 10_000;
-/// The bytes (by [`PendingRecord::size`]) a buffer keeps at most, unless
-/// [`set_budget`] changed it.
-pub(crate) const DEFAULT_BYTES: usize = 4 << 20;
-
-static BUDGET_RECORDS: AtomicUsize = AtomicUsize::new(DEFAULT_RECORDS);
-static BUDGET_BYTES: AtomicUsize = AtomicUsize::new(DEFAULT_BYTES);
-
-/// Sets how much each buffer of records keeps: the newest `records` (one
-/// at the least) within `bytes`. Buffers read it as they trim, so it holds
-/// from the next record on, everywhere.
-pub(crate) fn set_budget(records: usize, bytes: usize) {
-    BUDGET_RECORDS.store(records.max(1), Ordering::Relaxed);
-    BUDGET_BYTES.store(bytes, Ordering::Relaxed);
-}
-
 /// The budget in force: records, bytes.
-fn budget() -> (usize, usize) {
-    (
-        BUDGET_RECORDS.load(Ordering::Relaxed),
-        BUDGET_BYTES.load(Ordering::Relaxed),
-    )
+fn in_force() -> (usize, usize) {
+    let budget = budget::get();
+    (budget.records, budget.record_bytes)
 }
 
 /// The budget in force, as notes say it.
 pub(crate) fn budget_limit() -> Limit {
-    let (records, bytes) = budget();
+    let (records, bytes) = in_force();
     Limit::Records(records, bytes)
 }
 
@@ -218,7 +199,7 @@ impl Pending {
 
     /// The most it keeps: records, bytes.
     fn most(&self) -> (usize, usize) {
-        self.own.unwrap_or_else(budget)
+        self.own.unwrap_or_else(in_force)
     }
 
     /// The most it keeps, as its note says it.
@@ -679,12 +660,13 @@ mod tests {
     }
 
     #[test]
-    fn the_default_budget_is_ten_thousand_records_within_4_mib() {
-        assert_eq!((DEFAULT_RECORDS, DEFAULT_BYTES), (10_000, 4 << 20));
-        let note = left_out_note(3, "record", 300, Limit::Records(10_000, 4 << 20));
+    fn the_default_budget_is_fifty_thousand_records_within_16_mib() {
+        let default = budget::DEFAULT;
+        assert_eq!((default.records, default.record_bytes), (50_000, 16 << 20));
+        let note = left_out_note(3, "record", 300, Limit::Records(50_000, 16 << 20));
         assert_eq!(
             note,
-            "3 records (300 bytes) left out here: more than 10000 records or 4096 KiB waited at once"
+            "3 records (300 bytes) left out here: more than 50000 records or 16 MiB waited at once"
         );
     }
 

@@ -42,6 +42,14 @@ def set_log_destination(name: Literal["logging", "stderr"]) -> None:
 def log_destination() -> Literal["logging", "stderr"]:
     """Where records go."""
 
+def set_log_budget(*, lines: int | None = None, records: int | None = None, record_bytes: int | None = None) -> None:
+    """Sets how much may wait in one place before the oldest is left out:
+    bytes of text lines, records for logging and their bytes. ValueError
+    below the least (1024 bytes, one record)."""
+
+def log_budget() -> dict[str, int]:
+    """The budget in force: "lines", "records", "record_bytes"."""
+
 def log_stats() -> dict[str, Any]:
     """pylogsink's counts."""
 

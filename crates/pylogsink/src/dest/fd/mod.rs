@@ -34,6 +34,10 @@ use std::time::Duration;
 /// The process's standard error.
 pub(crate) const STDERR: RawFd = 2;
 
+/// The least a piece waits at a crash while the reader keeps up (see
+/// [`write_from_signal_handler`]).
+const CRASH_GRACE: Duration = Duration::from_millis(10);
+
 /// Where pylogsink's lines go: fd 2, or, while an output capture has
 /// pointed fd 2 at its pipe ([`crate::core::capture`]), the copy it made
 /// of what fd 2 was before, so that pylogsink's own lines never go round

@@ -13,7 +13,7 @@
 //!
 //! When a piece finds no room, `poll(2)` waits for it until the deadline.
 
-use super::{next_piece, stderr, FAILED_BYTES, TERMINAL};
+use super::{next_piece, stderr, CRASH_GRACE, FAILED_BYTES, TERMINAL};
 use crate::record::{lock, HeldForFork};
 use crate::sys::{self, write_nowait};
 use std::io;
@@ -80,7 +80,14 @@ fn classify(err: io::Error, fd: RawFd) -> Blocked {
 /// calls only (`pwritev2`, `poll`, `write`, `clock_gettime`): no lock, no
 /// allocation, no twin descriptor. A piece that finds no room waits for it
 /// until `deadline`; true if everything went out.
+///
+/// What waits at a crash can be megabytes, which a reader that keeps up
+/// (a terminal, a pager) may take longer than the deadline to read. So
+/// until a piece finds no room, a piece past the deadline still waits
+/// [`CRASH_GRACE`]; once one found none, the reader counts as stalled and
+/// the rest wait only until the deadline.
 pub(crate) fn write_from_signal_handler(fd: RawFd, text: &[u8], deadline: Instant) -> bool {
+    static STALLED: AtomicBool = AtomicBool::new(false);
     let mut done = 0;
     while done < text.len() {
         let piece = &text[done..done + next_piece(&text[done..])];
@@ -89,8 +96,12 @@ pub(crate) fn write_from_signal_handler(fd: RawFd, text: &[u8], deadline: Instan
             Err(e) => match e.raw_os_error() {
                 Some(libc::EINTR) => 0,
                 Some(libc::EAGAIN) => {
-                    let left = deadline.saturating_duration_since(Instant::now());
+                    let mut left = deadline.saturating_duration_since(Instant::now());
+                    if !STALLED.load(Ordering::Relaxed) {
+                        left = left.max(CRASH_GRACE);
+                    }
                     if left.is_zero() || !wait_for_room(fd, left) {
+                        STALLED.store(true, Ordering::Relaxed);
                         return false;
                     }
                     0

@@ -15,7 +15,7 @@
 //! writes it once the reader reads; until then later pieces find no room
 //! at once, so one stalled reader costs one wait, not one per line.
 
-use super::{next_piece, stderr, FAILED_BYTES, TERMINAL};
+use super::{next_piece, stderr, CRASH_GRACE, FAILED_BYTES, TERMINAL};
 use crate::record::{lock, HeldForFork};
 use crate::sys::{self, HandleKind, RawFd};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -86,10 +86,6 @@ pub(crate) fn write_from_signal_handler(fd: RawFd, text: &[u8], deadline: Instan
     }
     true
 }
-
-/// The least a piece waits at a crash while the reader keeps up (see
-/// [`write_from_signal_handler`]).
-const CRASH_GRACE: Duration = Duration::from_millis(10);
 
 /// Whether `fd` is a console that takes colour: one whose mode enables
 /// virtual terminal sequences.
