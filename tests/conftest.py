@@ -138,6 +138,27 @@ def records(text: str) -> list[str]:
 # The tests' C and C++ extensions are built with setuptools and gcc, against
 # the library in the wheel; on Windows that takes MSVC, which the Windows
 # lane (scripts/test_windows.sh) has not.
+# A small budget for the tests of what happens past it: a few thousand
+# lines overflow it, where the defaults (4 MiB of lines, 50,000 records
+# within 16 MiB) hold bursts of tens of thousands. For a child, through the
+# users' variable; in this process, through set_log_budget (small_budget).
+SMALL_BUDGET = {"lines": 64 * 1024, "records": 10_000, "record_bytes": 4 << 20}
+SMALL_BUDGET_ENV = {"PYLOGSINK_BUDGET": "lines=64KiB,records=10000,record_bytes=4MiB"}
+
+
+@pytest.fixture
+def small_budget() -> Iterator[None]:
+    """pylogsink.runtime's budget made SMALL_BUDGET for the test."""
+    import pylogsink.runtime
+
+    before = pylogsink.runtime.log_budget()
+    pylogsink.runtime.set_log_budget(**SMALL_BUDGET)
+    try:
+        yield
+    finally:
+        pylogsink.runtime.set_log_budget(**before)
+
+
 NO_C_COMPILER_ON_WINDOWS = "the test's C and C++ extensions need a C compiler for Windows (MSVC)"
 
 

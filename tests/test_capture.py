@@ -162,7 +162,7 @@ def test_3mb_printed_with_the_gil_held_completes_into_a_stringio() -> None:
     got = json.loads(done.stderr.splitlines()[-1])
     assert got["took"] < 10
     note, *kept = got["text"].splitlines(keepends=True)
-    m = re.fullmatch(r"\[pylogsink\] (\d+) lines \((\d+) bytes\) left out here: more than 1024 KiB waited at once\n", note)
+    m = re.fullmatch(r"\[pylogsink\] (\d+) lines \((\d+) bytes\) left out here: more than 1 MiB waited at once\n", note)
     assert m, note
     assert all(line == LINE.decode() for line in kept)
     assert int(m.group(1)) + len(kept) == BIG_LINES, "every line delivered or counted"

@@ -10,7 +10,7 @@ import sys
 
 import pytest
 
-from conftest import kernel_result
+from conftest import SMALL_BUDGET_ENV, kernel_result
 
 if sys.platform == "win32":
     pytest.skip("ipykernel does not capture fd 2 on Windows: its fd 2 is no pipe a thread drains", allow_module_level=True)
@@ -47,8 +47,20 @@ def test_a_blocking_fd2_write_hangs_the_kernel(clean_env: dict[str, str]) -> Non
 
 
 @pytest.mark.timeout(300)
-def test_pylogsink_completes_with_the_newest_lines_and_a_note(clean_env: dict[str, str]) -> None:
+def test_pylogsink_completes_with_every_line(clean_env: dict[str, str]) -> None:
+    # 256 KiB in one call that holds the GIL: within the budget, all of it.
     result = run_cell("pylogsink", 60, clean_env)
+    assert result["timed_out"] is False and result["errors"] == []
+    streams = result["streams"]
+    assert isinstance(streams, dict)
+    numbers = [int(line.split("] line ")[1].split()[0]) for line in streams["stderr"].splitlines()]
+    assert numbers == list(range(LINES))
+
+
+@pytest.mark.timeout(300)
+def test_pylogsink_completes_with_the_newest_lines_and_a_note(clean_env: dict[str, str]) -> None:
+    # The same past a small budget.
+    result = run_cell("pylogsink", 60, {**clean_env, **SMALL_BUDGET_ENV})
     assert result["timed_out"] is False and result["errors"] == []
     streams = result["streams"]
     assert isinstance(streams, dict)

@@ -13,7 +13,7 @@ from conftest import records
 CAP = 64 * 1024
 
 
-def test_a_call_that_logs_1_mib_keeps_its_newest_64_kib_and_one_note() -> None:
+def test_a_call_that_logs_1_mib_keeps_its_newest_64_kib_and_one_note(small_budget: None) -> None:
     count = 10486  # 100-byte lines: 1 MiB
     buf = io.StringIO()
     with contextlib.redirect_stderr(buf):
@@ -34,7 +34,7 @@ def test_a_call_that_logs_1_mib_keeps_its_newest_64_kib_and_one_note() -> None:
     assert int(m.group(2)) == (count - len(kept)) * 100
 
 
-def test_a_line_larger_than_the_cap_is_cut_and_noted() -> None:
+def test_a_line_larger_than_the_cap_is_cut_and_noted(small_budget: None) -> None:
     buf = io.StringIO()
     with contextlib.redirect_stderr(buf):
         pylogsink.runtime.log_raw(b"x" * (200 * 1024))

@@ -17,7 +17,7 @@ import subprocess
 import sys
 import time
 
-from conftest import popen, python, records
+from conftest import SMALL_BUDGET_ENV, popen, python, records
 
 # "[pylogsink] 12 lines (1200 bytes) left out here: ..." on fd 2, and
 # "12 records (1200 bytes) left out here: ..." as a logging Warning.
@@ -25,7 +25,9 @@ NOTE = re.compile(r"(?:\[pylogsink\] )?(\d+) (?:line|record)s? \((\d+) bytes\) l
 
 
 def child_env() -> dict[str, str]:
-    return {k: v for k, v in os.environ.items() if not k.startswith(("PYTEST_", "PYLOGSINK_"))}
+    """The small budget: these tests overflow it."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTEST_", "PYLOGSINK_"))}
+    return {**env, **SMALL_BUDGET_ENV}
 
 
 def noted(notes: list[str]) -> int:
@@ -117,7 +119,7 @@ def test_the_builder_sets_the_logging_budget() -> None:
         + """
 pylogsink.runtime.log_lines(500, size=100)
 """,
-        env={**child_env(), "PYLOGSINK_DEMO_LOGGING_BUDGET": "100,1000000"},
+        env={**child_env(), "PYLOGSINK_DEMO_LOGGING_BUDGET": "100,1000000", "PYLOGSINK_BUDGET": ""},
     )
     assert done.returncode == 0, done.stderr
     got = last_json(done.stdout)

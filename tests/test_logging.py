@@ -538,7 +538,7 @@ def test_a_chatty_call_delivers_every_record_within_the_budget(caplog: pytest.Lo
     assert pylogsink.runtime.log_stats()["left_out"] == before
 
 
-def test_records_left_out_are_counted_and_the_note_says_how_many(caplog: pytest.LogCaptureFixture) -> None:
+def test_records_left_out_are_counted_and_the_note_says_how_many(caplog: pytest.LogCaptureFixture, small_budget: None) -> None:
     """A call that logs more than its budget for ``logging``: the newest
     10,000 records are delivered, the note's count of records left out is
     what ``left_out`` grows by, and with the records delivered it adds up
@@ -552,7 +552,7 @@ def test_records_left_out_are_counted_and_the_note_says_how_many(caplog: pytest.
     delivered = [r for r in of(caplog, DEMO)]
     assert len(notes) == 1, notes
     assert [r.levelname for r in of(caplog, "pylogsink")] == ["WARNING"]
-    m = re.fullmatch(r"(\d+) records \((\d+) bytes\) left out here: more than 10000 records or 4096 KiB waited at once", notes[0])
+    m = re.fullmatch(r"(\d+) records \((\d+) bytes\) left out here: more than 10000 records or 4 MiB waited at once", notes[0])
     assert m, notes[0]
     noted = int(m.group(1))
     assert noted == 2000
@@ -566,7 +566,7 @@ def test_records_left_out_are_counted_and_the_note_says_how_many(caplog: pytest.
     assert numbers == list(range(2000, 12_000)), "the newest, in order"
 
 def test_one_record_larger_than_the_budget_is_cut_with_a_note(caplog: pytest.LogCaptureFixture) -> None:
-    # 100 MB in one record: logging gets at most the 4 MiB budget of it, and
+    # 100 MB in one record: logging gets at most the 16 MiB budget of it, and
     # the record says how much was cut, as a line longer than stderr's
     # buffer is cut with a note.
     caplog.set_level(logging.WARNING)
@@ -574,9 +574,9 @@ def test_one_record_larger_than_the_budget_is_cut_with_a_note(caplog: pytest.Log
         testext.log_at("warn", "app", "y" * 100_000_000)
     (record,) = [r for r in caplog.records if r.name == "app"]
     message = record.getMessage()
-    assert len(message) <= 4 << 20
+    assert len(message) <= 16 << 20
     assert message.startswith("yyyy")
-    assert re.search(r" \[pylogsink\] cut: \d+ bytes left out, more than the budget of 4194304 bytes$", message)
+    assert re.search(r" \[pylogsink\] cut: \d+ bytes left out, more than the budget of 16777216 bytes$", message)
     cut = int(re.findall(r"cut: (\d+) bytes", message)[0])
     assert message.index(" [pylogsink]") + cut == 100_000_000
 

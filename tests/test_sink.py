@@ -5,13 +5,14 @@ from __future__ import annotations
 
 import contextlib
 import io
+import os
 import subprocess
 import sys
 import threading
 import time
 
 import pylogsink
-from conftest import ABORTED, popen, python, records
+from conftest import ABORTED, SMALL_BUDGET_ENV, popen, python, records
 
 
 def test_fatal_line_writes_the_kept_lines_first_then_aborts() -> None:
@@ -29,7 +30,7 @@ def test_fatal_line_writes_the_kept_lines_first_then_aborts() -> None:
 def test_outside_a_call_a_stalled_fd2_never_blocks_the_thread_long() -> None:
     # A native worker logs 2000 lines into a pipe nobody reads for a while:
     # it waits at most the stall wait once, the rest is queued (newest
-    # 64 KiB) and written at the next chance.
+    # 64 KiB: the small budget) and written at the next chance.
     child = popen(
         """
         import time, pylogsink
@@ -38,7 +39,8 @@ def test_outside_a_call_a_stalled_fd2_never_blocks_the_thread_long() -> None:
         print("took", time.monotonic() - start, flush=True)
         time.sleep(2)
         pylogsink.runtime.log_lines(0)
-        """
+        """,
+        env={**os.environ, **SMALL_BUDGET_ENV},
     )
     time.sleep(1.5)
     out, err = child.communicate(timeout=30)
