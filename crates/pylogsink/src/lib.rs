@@ -67,10 +67,11 @@
 //! | in a call, `sys.stderr is sys.__stderr__` | to fd 2 at once, so a crash or hang keeps it |
 //! | in a call, `sys.stderr` replaced (pytest, Jupyter, `redirect_stderr`) | kept, then written through `sys.stderr.write`: while the call runs with the GIL released, by a Python thread of pylogsink's own about 10 ms after it was logged; the rest when the outermost call returns |
 //! | fd 2 (a pipe, a terminal) has no room for the stall wait (100 ms) | kept from then on; each later line checks again without waiting, and direct writes resume once there is room |
-//! | outside any call (worker threads, module init) | to fd 2 when there is room within the stall wait, else into a process-wide queue (newest 64 KiB) written at the next chance |
+//! | outside any call (worker threads, module init) | to fd 2 when there is room within the stall wait, else into a process-wide queue (newest 4 MiB) written at the next chance |
 //! | a [`Level::Fatal`] line | the kept lines first, then the line, straight to fd 2: an abort follows |
 //!
-//! A call keeps at most its newest 64 KiB of lines; one note, in place,
+//! A call keeps at most its newest 4 MiB of lines ([`Builder::line_budget`],
+//! which the users' `PYLOGSINK_BUDGET` overrides); one note, in place,
 //! counts what was left out. Lines still kept when Python exits go to fd 2.
 //!
 //! # tracing
@@ -120,8 +121,8 @@
 //! is handed over by a Python thread of pylogsink's own while its call runs
 //! with the GIL released (in the `contextvars` context the call was entered
 //! in), at the return of the outermost call, or, when it was logged outside
-//! any call, at once. A call keeps its newest 10,000 records within
-//! 4 MiB ([`Builder::logging_budget`]). Python's logger levels are applied on the native side too, from
+//! any call, at once. A call keeps its newest 50,000 records within
+//! 16 MiB ([`Builder::logging_budget`]). Python's logger levels are applied on the native side too, from
 //! a cache that `logging` itself invalidates whenever a level changes, so a
 //! record no logger would take costs a compare. [`Level::Fatal`] lines
 //! still go to fd 2 as text, after the records that wait.
