@@ -48,7 +48,8 @@ wheels=(dist/pylogsink-*-abi3-manylinux*.whl dist/pylogsink_testext-*.whl dist/m
 
 status=0
 ran=0
-for py in $(scripts/pythons.sh); do
+pythons=($(scripts/pythons.sh || true))
+for py in "${pythons[@]}"; do
   version=$("$py" -c 'import sys; print("%d.%d" % sys.version_info[:2])')
   venv=".venvs/$version"
   step "Python $version ($py)"
@@ -68,7 +69,15 @@ for py in $(scripts/pythons.sh); do
   "$venv/bin/python" "${pip_q[@]}" --force-reinstall --no-deps --no-build-isolation ./examples/pybind11-extension
   # Two tests at a time (pytest-xdist), one per core: most of the suite
   # waits on child processes.
-  "$venv/bin/python" -m pytest -p no:cacheprovider -n 2 --durations=15 tests "$@" || status=1
+  # The tests that show a failure without pylogsink wait out a hang each
+  # (marker naive): on the oldest and the newest CPython only, where they
+  # show the failure is real; the tests of pylogsink itself run on each.
+  only=()
+  if [ "$py" != "${pythons[0]}" ] && [ "$py" != "${pythons[-1]}" ]; then
+    only=(-m "not naive")
+    echo "the tests marked naive (a failure shown without pylogsink) run on the oldest and the newest CPython only"
+  fi
+  "$venv/bin/python" -m pytest -p no:cacheprovider -n 2 --durations=15 "${only[@]}" tests "$@" || status=1
   ran=$((ran + 1))
   newest_py=$py
   if [ -z "${oldest_pyo3_on:-}" ] && "$py" -c 'import sys; sys.exit(sys.version_info >= (3, 14))'; then
@@ -84,7 +93,8 @@ fi
 step "PyO3 0.26 to 0.30, each as cargo resolves it in an extension of its own; then 0.26's tests"
 if [ -n "${oldest_pyo3_on:-}" ]; then
   scripts/test_pyo3_versions.sh "$oldest_pyo3_on" ${newest_py:+"$newest_py"} || status=1
-  scripts/test_pyo3_oldest.sh "$oldest_pyo3_on" -n 2 "$@" || status=1
+  # (the failures shown without pylogsink were shown above)
+  scripts/test_pyo3_oldest.sh "$oldest_pyo3_on" -n 2 -m "not naive" "$@" || status=1
 else
   echo "skipped: the PyO3 versions are tested on a CPython 3.11 to 3.13, and none was found"
 fi

@@ -152,6 +152,7 @@ def test_two_threads_complete_with_the_gil_held_and_released(ext: str, env: dict
         assert two_threads(ext, "pylogsink", load, env, timeout=60) == "100", load
 
 
+@pytest.mark.naive
 @pytest.mark.parametrize("ext", EXTENSIONS)
 def test_the_same_extension_writing_through_sys_stderr_hangs(ext: str, env: dict[str, str]) -> None:
     # Proves the scenario real: pybind11's stream redirect does this.

@@ -247,6 +247,7 @@ def test_a_decode_that_a_thread_holding_the_gil_waits_for_completes(shape: str, 
     assert len(re.findall(r"qp:\d+", done.stderr)) == 2000
 
 
+@pytest.mark.naive
 @pytest.mark.parametrize("shape", ["waiter", "gil_held"])
 def test_the_same_decode_through_a_per_line_gil_callback_hangs(shape: str, env: dict[str, str]) -> None:
     with pytest.raises(subprocess.TimeoutExpired):

@@ -246,6 +246,7 @@ with wurlitzer.pipes() as (out, err):
 """
 
 
+@pytest.mark.naive
 def test_the_same_inside_wurlitzer_pipes_hangs() -> None:
     pytest.importorskip("wurlitzer")
     with pytest.raises(subprocess.TimeoutExpired):
@@ -766,6 +767,7 @@ def test_load_ext_lets_processes_started_in_a_cell_live_on() -> None:
     assert "killed -9" in cells[7]["stdout"].splitlines()
 
 
+@pytest.mark.naive
 @pytest.mark.timeout(300)
 def test_a_kernel_hangs_on_3mb_printed_with_the_gil_held(clean_env: dict[str, str]) -> None:
     # Proves the next test's scenario is real: ipykernel's own fd capture.

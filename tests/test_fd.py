@@ -76,6 +76,7 @@ def test_wurlitzer_pipe_gets_every_line_or_a_note() -> None:
     assert numbers[0] == 0
 
 
+@pytest.mark.naive
 @needs_wurlitzer
 def test_wurlitzer_hangs_a_blocking_fd2_write() -> None:
     # Proves the test above is real: a plain write(2) with the GIL held

@@ -243,6 +243,7 @@ def test_children_never_hang_on_a_stream_lock_pylogsinks_thread_held(tmp_path: P
     assert stream_forks("native", tmp_path / "log") == "hung=0"
 
 
+@pytest.mark.naive
 @needs_fork
 @pytest.mark.timeout(180)
 def test_children_hang_on_a_stream_lock_a_python_thread_held(tmp_path: Path) -> None:

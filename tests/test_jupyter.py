@@ -39,6 +39,7 @@ def run_notebook(
     return done
 
 
+@pytest.mark.naive
 @pytest.mark.timeout(300)
 def test_a_blocking_fd2_write_hangs_the_kernel(clean_env: dict[str, str]) -> None:
     # Proves the scenario is real. The kernel must not see

@@ -476,6 +476,7 @@ def test_eight_threads_sharing_a_pool_that_logs_under_its_mutex_complete(url: st
     assert int(rounds[-1].split()[-1]) > 0, "ureq logged under its pool's mutex"
 
 
+@pytest.mark.naive
 def test_the_same_workload_through_pyo3_log_hangs(url: str) -> None:
     # One thread holds the GIL and waits for the pool's mutex; another holds
     # the mutex and waits for the GIL, to log. The deadlock is a race, so the

@@ -21,6 +21,7 @@ def scenario(sink: str, detached: bool, timeout: float) -> dict[str, object]:
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
+@pytest.mark.naive
 @pytest.mark.parametrize("detached", [False, True], ids=["gil-held", "gil-released"])
 def test_naive_sink_hangs(detached: bool) -> None:
     # Proves the scenario is real: logging through Python under the backend

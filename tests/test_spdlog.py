@@ -100,6 +100,7 @@ def test_attached_threads_under_the_sink_mutex_complete_while_a_thread_waits_wit
     assert threads_and_the_sink_mutex("pylogsink", built, clean_env, timeout=60) == "4000 True"
 
 
+@pytest.mark.naive
 def test_a_sink_that_takes_the_gil_hangs_there(built: Path, clean_env: dict[str, str]) -> None:
     # Proves the scenario real: the same threads with a sink that writes
     # through sys.stderr.write under gil_scoped_acquire. Alone, they are

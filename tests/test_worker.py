@@ -148,6 +148,7 @@ def test_workers_that_log_under_the_backend_lock_complete() -> None:
     assert done.stdout.strip() == "done"
 
 
+@pytest.mark.naive
 def test_the_same_pool_through_the_naive_sink_hangs() -> None:
     # A worker holds the backend lock and waits for the GIL to write; the
     # other thread holds the GIL and waits for the backend lock.
