@@ -69,10 +69,11 @@ export PIP_ROOT_USER_ACTION=ignore
 step "a C runtime driven by ctypes (tests/c_abi/ctypes_rt.c), built with MinGW against the installed package"
 # The C ABI from the wheel just installed: its header and static library,
 # and the system libraries link-args.txt names; python3.dll for the Python
-# calls the library makes. tests/test_c_abi.py loads it.
+# calls the library makes; libgcc linked in (a DLL of it is not on the
+# Windows CPython's path). tests/test_c_abi.py loads it.
 package=$win/python/Lib/site-packages/pylogsink
 mapfile -t link_args < "$package/lib/link-args.txt"
-x86_64-w64-mingw32-gcc -std=c99 -Wall -Werror -O2 -shared -o "$out/ctypes_rt.dll" tests/c_abi/ctypes_rt.c \
+x86_64-w64-mingw32-gcc -std=c99 -Wall -Werror -O2 -shared -static-libgcc -o "$out/ctypes_rt.dll" tests/c_abi/ctypes_rt.c \
   -I"$package/include" "$package/lib/libpylogsink.a" "${link_args[@]}" -L"$win/python" -lpython3
 export PYLOGSINK_TEST_CTYPES_RT="Z:$out/ctypes_rt.dll"
 
