@@ -145,6 +145,25 @@ def test_a_native_thread_outside_any_call_reaches_the_cell_live_without_colour(c
     assert isinstance(early, int) and early >= 10, got
 
 
+CELLS_KERNEL = os.path.join(os.path.dirname(__file__), "scripts", "cells_kernel.py")
+
+
+@pytest.mark.timeout(300)
+@pytest.mark.parametrize("destination", ["stderr", "logging"])
+def test_each_cell_gets_the_lines_its_native_thread_logged_outside_any_call(
+    destination: str, clean_env: dict[str, str]
+) -> None:
+    """20 cells in a row, each waiting for a native thread that logs 400
+    lines outside any call: each cell gets its 400 before the kernel says
+    idle, none comes in a later cell or after idle. No %load_ext: the end
+    of each cell hands over what waits (lines, or records for logging)."""
+    args = [sys.executable, CELLS_KERNEL, "20", "400", *(["--logging"] if destination == "logging" else [])]
+    done = subprocess.run(args, capture_output=True, text=True, timeout=240, env=clean_env)
+    assert done.returncode == 0, done.stderr
+    got = kernel_result(done.stdout)
+    assert got == {"in_cell": [400] * 20, "after_idle": [0] * 20}
+
+
 @pytest.mark.timeout(300)
 def test_a_cell_holding_the_gil_shows_its_lines_at_each_flush(clean_env: dict[str, str]) -> None:
     """The same call with the GIL held, calling pylogsink::flush after each

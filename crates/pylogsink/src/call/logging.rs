@@ -320,8 +320,9 @@ pub(crate) fn deliver_at_return(py: Python<'_>) -> Option<PyErr> {
 }
 
 /// Hands the records logged outside any call to `logging`, unless a Fatal
-/// line is being written (it writes them as text).
-fn deliver_queue(py: Python<'_>) -> Option<PyErr> {
+/// line is being written (it writes them as text): at a call's return, and
+/// at a cell's end (`cells`).
+pub(crate) fn deliver_queue(py: Python<'_>) -> Option<PyErr> {
     let mut delivery = Delivery::start()?;
     let batch = std::mem::take(&mut delivery.0);
     deliver(py, batch, Until::Done)

@@ -8,6 +8,7 @@
 mod at_fork;
 mod capi;
 pub(crate) mod capture;
+mod cells;
 mod daemon;
 mod errors;
 mod exit;
@@ -304,10 +305,12 @@ pub(crate) fn start_logging(py: Python<'_>) -> PyResult<()> {
 /// was ever made, so pylogsink's Python thread, which writes them, starts
 /// now (it waits without the GIL, costing nothing while idle), and learns
 /// of every replacement from the watcher on `sys.__dict__` where there is
-/// one. What waits at the end is written then.
+/// one. What waits at the end is written then, and in an IPython shell at
+/// each cell's end.
 pub(crate) fn at_init(py: Python<'_>) {
     exit::arm_at_init(py);
     stderr::watch_at_init(py);
+    cells::register_at_init(py);
     if let Err(err) = logging::ensure_thread(py) {
         err.write_unraisable(py, None);
     }
