@@ -161,7 +161,21 @@ def test_each_cell_gets_the_lines_its_native_thread_logged_outside_any_call(
     done = subprocess.run(args, capture_output=True, text=True, timeout=240, env=clean_env)
     assert done.returncode == 0, done.stderr
     got = kernel_result(done.stdout)
-    assert got == {"in_cell": [400] * 20, "after_idle": [0] * 20}
+    assert got == {"in_cell": [400] * 20 + [0], "after_idle": [0] * 21}
+
+
+@pytest.mark.timeout(300)
+def test_lines_logged_between_cells_wait_for_the_next_cell(clean_env: dict[str, str]) -> None:
+    """Each of 5 cells starts a native thread that logs 200 lines, one a
+    millisecond, and ends at once; the next cell starts 0.3 s later. No
+    line is written after a cell's idle, where front ends drop it: the
+    lines logged between cells come in the next one, every line once."""
+    args = [sys.executable, CELLS_KERNEL, "5", "200", "--unjoined"]
+    done = subprocess.run(args, capture_output=True, text=True, timeout=240, env=clean_env)
+    assert done.returncode == 0, done.stderr
+    got = kernel_result(done.stdout)
+    assert got["after_idle"] == [0] * 6, got
+    assert sum(got["in_cell"]) == 1000, got
 
 
 @pytest.mark.timeout(300)

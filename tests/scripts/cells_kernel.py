@@ -1,21 +1,25 @@
 """Runs CELLS cells in a row in a real Jupyter kernel (ipykernel, through
-jupyter_client): in each, a native thread logs LINES lines outside any call
-and the cell waits for it to end. Tells, per cell, how many of the lines
-reached that cell before the kernel said it was idle, and how many came
-after (with the cell's header, or in a later cell).
+jupyter_client): in each, a native thread logs LINES lines outside any
+call. Tells, per cell, how many of the lines reached that cell before the
+kernel said it was idle, and how many came after its idle.
 
-    python cells_kernel.py CELLS LINES [--logging]
+    python cells_kernel.py CELLS LINES [--logging] [--unjoined]
 
-With --logging the records go to Python's logging, whose handler writes
-them to the kernel's stderr. Prints
-JSON: {"in_cell": [...], "after_idle": [...]}, one count per cell. Start
-it without PYTEST_CURRENT_TEST in the environment: ipykernel turns its fd 2
+The cell waits for its thread, unless --unjoined: then the thread logs a
+line each millisecond and goes on after the cell ended, and the script
+waits 0.3 s between cells. A last cell sleeps a second; its count comes
+last. With --logging the records go to Python's logging, whose handler
+writes them to the kernel's stderr. Prints JSON: {"in_cell": [...],
+"after_idle": [...]}, one count per cell and the last one. Start it
+without PYTEST_CURRENT_TEST in the environment: ipykernel turns its fd 2
 capture off under pytest.
 """
 
 from __future__ import annotations
 
+import queue
 import sys
+import time
 
 from jupyter_client.manager import start_new_kernel
 
@@ -24,10 +28,32 @@ from cell_streams import print_result
 
 def main() -> int:
     cells, lines = int(sys.argv[1]), int(sys.argv[2])
+    unjoined = "--unjoined" in sys.argv
     km, kc = start_new_kernel(kernel_name="python3")
-    in_cell = [0] * cells
-    after_idle = [0] * cells
+    in_cell = [0] * (cells + 1)
+    after_idle = [0] * (cells + 1)
     ids: dict[str, int] = {}
+    idle: set[int] = set()
+
+    def read(msg: dict) -> None:
+        cell = ids.get(msg["parent_header"].get("msg_id", ""))
+        if cell is None:
+            return
+        kind, content = msg["msg_type"], msg["content"]
+        if kind == "stream":
+            n = content["text"].count("background line ")
+            if cell in idle:
+                after_idle[cell] += n
+            else:
+                in_cell[cell] += n
+        if kind == "status" and content["execution_state"] == "idle":
+            idle.add(cell)
+
+    def run(k: int, code: str) -> None:
+        ids[kc.execute(code)] = k
+        while k not in idle:
+            read(kc.get_iopub_msg(timeout=60))
+
     try:
         setup = "import pylogsink\n"
         if "--logging" in sys.argv:
@@ -38,32 +64,25 @@ def main() -> int:
             )
         kc.execute_interactive(setup, timeout=60)
         for k in range(cells):
-            msg_id = kc.execute(f"pylogsink.runtime.start_background_logger({lines}, name='cell-{k}').join()\n")
-            ids[msg_id] = k
-            idle = False
-            while not idle:
-                msg = kc.get_iopub_msg(timeout=60)
-                cell = ids.get(msg["parent_header"].get("msg_id", ""))
-                if cell is None:
-                    continue
-                kind, content = msg["msg_type"], msg["content"]
-                if kind == "stream":
-                    n = content["text"].count("background line ")
-                    if cell == k:
-                        in_cell[k] += n
-                    else:
-                        after_idle[cell] += n
-                idle = cell == k and kind == "status" and content["execution_state"] == "idle"
+            if unjoined:
+                run(k, f"t = pylogsink.runtime.start_background_logger({lines}, 0.001)\n")
+                # Between cells: the thread goes on logging.
+                end = time.monotonic() + 0.3
+                while time.monotonic() < end:
+                    try:
+                        read(kc.get_iopub_msg(timeout=max(0.01, end - time.monotonic())))
+                    except queue.Empty:
+                        pass
+            else:
+                run(k, f"pylogsink.runtime.start_background_logger({lines}).join()\n")
+        run(cells, "import time; time.sleep(1)")
         # What comes after the last cell's idle, within a second.
-        kc.execute_interactive("import time; time.sleep(1)", timeout=60)
-        while True:
+        end = time.monotonic() + 1
+        while time.monotonic() < end:
             try:
-                msg = kc.get_iopub_msg(timeout=0.5)
-            except Exception:  # queue.Empty: nothing more came
-                break
-            cell = ids.get(msg["parent_header"].get("msg_id", ""))
-            if cell is not None and msg["msg_type"] == "stream":
-                after_idle[cell] += msg["content"]["text"].count("background line ")
+                read(kc.get_iopub_msg(timeout=0.2))
+            except queue.Empty:
+                pass
     finally:
         kc.stop_channels()
         km.shutdown_kernel(now=True)

@@ -7,17 +7,21 @@
 //! next cell, or after the kernel said it was idle, where front ends drop
 //! them. So in an IPython shell (a Jupyter kernel), the end of each cell
 //! hands over what waits: IPython runs `post_run_cell` callbacks before the
-//! kernel flushes its streams and reports idle. Nothing to load: it is set
-//! up at init wherever a shell runs.
+//! kernel flushes its streams and reports idle. What native threads log
+//! between two cells waits for the next one (`pre_run_cell`), within the
+//! budget: nothing is written after idle. Nothing to load: it is set up at
+//! init wherever a shell runs.
 
 use super::live::write_outside_lines;
 use super::logging;
+use crate::dest::pending::queue;
 use pyo3::prelude::*;
-use pyo3::types::PyCFunction;
+use pyo3::types::{PyCFunction, PyDict, PyTuple};
 use std::sync::atomic::{AtomicBool, Ordering};
 
 /// At init, with the GIL held: where an IPython shell runs, registers
-/// [`cell_ends`] for its `post_run_cell` event, once per process.
+/// [`cell_starts`] and [`cell_ends`] for its `pre_run_cell` and
+/// `post_run_cell` events, once per process.
 pub(crate) fn register_at_init(py: Python<'_>) {
     static REGISTERED: AtomicBool = AtomicBool::new(false);
     if REGISTERED.load(Ordering::Acquire) {
@@ -41,21 +45,28 @@ fn register(py: Python<'_>) -> PyResult<bool> {
     if shell.is_none() {
         return Ok(false);
     }
-    let callback = PyCFunction::new_closure(py, Some(c"pylogsink_cell_ends"), None, cell_ends)?;
-    shell
-        .getattr("events")?
-        .call_method1("register", ("post_run_cell", callback))?;
+    let events = shell.getattr("events")?;
+    let starts = PyCFunction::new_closure(py, Some(c"pylogsink_cell_starts"), None, cell_starts)?;
+    let ends = PyCFunction::new_closure(py, Some(c"pylogsink_cell_ends"), None, cell_ends)?;
+    events.call_method1("register", ("pre_run_cell", starts))?;
+    events.call_method1("register", ("post_run_cell", ends))?;
     Ok(true)
 }
 
-/// The end of a cell (IPython passes its result, unused): the lines logged
-/// outside any call for a replaced `sys.stderr`, and the records for
-/// `logging`, handed over now.
-fn cell_ends(
-    args: &Bound<'_, pyo3::types::PyTuple>,
-    _kwargs: Option<&Bound<'_, pyo3::types::PyDict>>,
-) -> PyResult<()> {
+/// The start of a cell (IPython passes its info, unused): what waited
+/// since the last cell goes to this one, from pylogsink's thread.
+fn cell_starts(_args: &Bound<'_, PyTuple>, _kwargs: Option<&Bound<'_, PyDict>>) -> PyResult<()> {
+    queue::hold(false);
+    Ok(())
+}
+
+/// The end of a cell (IPython passes its result, unused): what native
+/// threads logged outside any call (lines for a replaced `sys.stderr`,
+/// records for `logging`) is handed over now; what they log from here on
+/// waits for the next cell.
+fn cell_ends(args: &Bound<'_, PyTuple>, _kwargs: Option<&Bound<'_, PyDict>>) -> PyResult<()> {
     let py = args.py();
+    queue::hold(true);
     write_outside_lines(py);
     if let Some(err) = logging::deliver_queue(py) {
         err.write_unraisable(py, None);

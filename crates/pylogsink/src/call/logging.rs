@@ -754,7 +754,7 @@ fn live_due() -> bool {
         std::thread::sleep(left.min(Duration::from_millis(1)));
     }
     core_live::still_waiting(&before)
-        || for_stream_pending()
+        || (for_stream_pending() && !queue::held())
         || hand_over::waiting()
         || capture_pending()
 }
@@ -789,7 +789,9 @@ const GATHER: Duration = Duration::from_millis(10);
 fn deliver_live(py: Python<'_>) {
     // The first round was gathered by `wait_for_python`.
     loop {
-        live::write_outside_lines(py);
+        if !queue::held() {
+            live::write_outside_lines(py);
+        }
         super::capture::deliver(py);
         for handed in hand_over::take() {
             deliver_handed(py, handed, Until::Stopped);

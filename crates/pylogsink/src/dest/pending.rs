@@ -303,6 +303,9 @@ pub(crate) mod queue {
     static DELIVERING: AtomicUsize = AtomicUsize::new(0);
     /// Fatal lines being written.
     static FATAL: AtomicUsize = AtomicUsize::new(0);
+    /// Between two cells of a Jupyter kernel: what waits outside any call
+    /// stays for the next cell ([`hold`]).
+    static HELD: AtomicBool = AtomicBool::new(false);
 
     /// Wakes whoever waits in [`wait`].
     static WAKE: Condvar = Condvar::new();
@@ -341,6 +344,22 @@ pub(crate) mod queue {
         }
     }
 
+    /// Holds what waits outside any call (records, and the lines for a
+    /// replaced `sys.stderr`) from pylogsink's thread, or lets it go: a
+    /// Jupyter kernel's front end drops what comes after a cell ended, so
+    /// between two cells it waits for the next one.
+    pub(crate) fn hold(held: bool) {
+        HELD.store(held, SeqCst);
+        if !held {
+            notify();
+        }
+    }
+
+    /// Whether what waits outside any call is held ([`hold`]).
+    pub(crate) fn held() -> bool {
+        HELD.load(SeqCst)
+    }
+
     /// Whether [`wake_for_calls`] was called since the last look; clears it.
     pub(crate) fn take_in_calls() -> bool {
         IN_CALLS.swap(false, SeqCst)
@@ -357,16 +376,17 @@ pub(crate) mod queue {
         Calls,
     }
 
-    /// Waits until records wait (in the queue), something else waits for
-    /// Python ([`wake_for_calls`]), or `stop` says so. No timeout: every
-    /// wake takes the wait's lock first (see `notify`), so none is lost.
+    /// Waits until records wait (in the queue, not [`held`]), something
+    /// else waits for Python ([`wake_for_calls`]), or `stop` says so. No
+    /// timeout: every wake takes the wait's lock first (see `notify`), so
+    /// none is lost.
     pub(crate) fn wait(stop: impl Fn() -> bool) -> Woken {
         let mut guard = lock(&WAKE_LOCK);
         loop {
             if stop() {
                 return Woken::Stop;
             }
-            if waiting() {
+            if waiting() && !held() {
                 return Woken::Queue;
             }
             if IN_CALLS.load(SeqCst) {
@@ -389,6 +409,8 @@ pub(crate) mod queue {
                 IN_CALLS.store(false, SeqCst);
                 DELIVERING.store(0, SeqCst);
                 FATAL.store(0, SeqCst);
+                // The child runs no cells: nothing waits for one.
+                HELD.store(false, SeqCst);
             }
             drop(wake);
             drop(queue);
