@@ -91,7 +91,7 @@ pub(crate) fn find_thread_state(py: Python<'_>) {
 }
 
 /// Whether the calling thread holds the GIL (is attached to the
-/// interpreter), without taking it; `None` before [`find_thread_state`]
+/// interpreter), without taking it, on any CPython 3.11 and later; `None` before [`find_thread_state`]
 /// ran, or where the interpreter has neither function.
 pub(crate) fn attached() -> Option<bool> {
     let f = CURRENT_THREAD_STATE.load(Relaxed);
@@ -100,10 +100,22 @@ pub(crate) fn attached() -> Option<bool> {
     }
     // SAFETY: `f` is the address of `PyThreadState_GetUnchecked` or
     // `_PyThreadState_UncheckedGet`, both `PyThreadState *(void)`, which
-    // read a thread-local and may be called on any thread, GIL or not.
+    // read the current thread state and may be called on any thread, GIL
+    // or not.
     let get = unsafe { std::mem::transmute::<usize, unsafe extern "C" fn() -> *mut c_void>(f) };
     // SAFETY: see above.
-    Some(!unsafe { get() }.is_null())
+    let current = unsafe { get() };
+    if current.is_null() {
+        return Some(false);
+    }
+    // Before CPython 3.12 the current thread state is the one of whichever
+    // thread holds the GIL, not a thread-local: it is this thread's only if
+    // it is the one that this thread's state (kept in a thread-local by
+    // CPython) says.
+    // SAFETY: `PyGILState_GetThisThreadState` reads a thread-local and may
+    // be called on any thread, GIL or not.
+    let own = unsafe { pyo3::ffi::PyGILState_GetThisThreadState() };
+    Some(std::ptr::eq(current, own.cast()))
 }
 
 /// The address of CPython's function `name`, if the running interpreter

@@ -407,6 +407,8 @@ fn deliver(py: Python<'_>, batch: Batch, until: Until) -> Option<PyErr> {
             }
         }
         flight.handed(n + 1);
+        // Python is taking: a thread that waits for room waits on.
+        crate::dest::patience::took();
     }
     interrupt
 }

@@ -311,6 +311,10 @@ pub(crate) fn at_init(py: Python<'_>) {
     exit::arm_at_init(py);
     stderr::watch_at_init(py);
     cells::register_at_init(py);
+    // A native thread that finds a budget full waits for room only if it
+    // does not hold the GIL (dest::patience): this is how it tells.
+    capi::find_thread_state(py);
+    crate::dest::patience::set_gil_check(capi::attached);
     if let Err(err) = logging::ensure_thread(py) {
         err.write_unraisable(py, None);
     }

@@ -12,9 +12,9 @@
 //! which only Python can write, so pylogsink's Python thread writes it.
 
 use crate::dest::fd;
-use crate::dest::pending::Batch;
+use crate::dest::pending::{self, Batch};
 use crate::dest::route::{on_no_room, NoRoom, Sink};
-use crate::dest::{budget, Kept, Taken};
+use crate::dest::{budget, patience, Kept, Taken};
 use crate::record::{lock, lock_at_crash, HeldForFork};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Mutex, MutexGuard};
@@ -259,7 +259,15 @@ pub(crate) fn stderr_ask_claimed() -> bool {
 
 /// Keeps a line logged outside any call for the replaced `sys.stderr`.
 pub(crate) fn for_stream_push(record: &[u8], is_rest: bool) {
-    lock(&FOR_STREAM).push_record(record, is_rest);
+    let len = record.len();
+    let mut lines = patience::wait_for_room(
+        lock(&FOR_STREAM),
+        &FOR_STREAM,
+        |k| k.has_room(len),
+        pending::queue::wake_for_calls,
+    );
+    lines.push_record(record, is_rest);
+    drop(lines);
     FOR_STREAM_PENDING.store(true, Ordering::Release);
 }
 

@@ -10,7 +10,7 @@ use super::errors::Errors;
 use super::queue::{queue_push, write_buffer};
 use super::stats::PerLevel;
 use crate::dest::pending::{self, Pending, PendingRecord};
-use crate::dest::{Kept, Sink};
+use crate::dest::{patience, Kept, Sink};
 use crate::record::{lock, HeldForFork};
 use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU64, AtomicU8, Ordering};
 use std::sync::{Arc, Mutex};
@@ -146,6 +146,16 @@ impl Shared {
     /// record joins the process-wide queue instead.
     pub(crate) fn keep(&self, record: &[u8], is_rest: bool, worker: Option<u64>) {
         let mut kept = lock(&self.kept);
+        if self.sink() == Sink::Replaced {
+            // Python takes these while the call runs with the GIL released.
+            let len = record.len();
+            kept = patience::wait_for_room(
+                kept,
+                &self.kept,
+                |k| k.has_room(len),
+                pending::queue::wake_for_calls,
+            );
+        }
         if worker.is_some_and(|call| call != self.call.load(Ordering::Acquire)) {
             drop(kept);
             return queue_push(record, is_rest);
@@ -169,7 +179,14 @@ impl Shared {
         record: PendingRecord,
         worker: Option<u64>,
     ) -> Option<PendingRecord> {
-        let mut pending = lock(&self.pending);
+        let size = record.size();
+        let pending = lock(&self.pending);
+        let mut pending = patience::wait_for_room(
+            pending,
+            &self.pending,
+            |p| p.has_room(size),
+            pending::queue::wake_for_calls,
+        );
         if worker.is_some_and(|call| call != self.call.load(Ordering::Acquire)) {
             return Some(record);
         }

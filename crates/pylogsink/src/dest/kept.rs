@@ -102,6 +102,7 @@ impl Kept {
 
     /// An empty buffer that keeps at most `cap` bytes (64 at the least),
     /// whatever the budget.
+    #[cfg_attr(windows, allow(dead_code))] // the output capture's and tests'
     pub(crate) const fn with_cap(cap: usize) -> Kept {
         Kept::with_own_cap(Some(if cap < 64 { 64 } else { cap }))
     }
@@ -145,6 +146,12 @@ impl Kept {
     /// Bytes of lines kept now (notes not counted).
     pub(crate) fn len_bytes(&self) -> usize {
         self.data.len() - self.head
+    }
+
+    /// Whether a line of `len` bytes fits without leaving one out (an
+    /// empty buffer takes any line: one too long is cut).
+    pub(crate) fn has_room(&self, len: usize) -> bool {
+        self.lines.is_empty() || self.len_bytes() + len <= self.cap()
     }
 
     /// Adds one line (it should end in a newline), leaving out the oldest
@@ -259,6 +266,7 @@ impl Kept {
     /// where they were), then the kept lines, oldest first. The buffer is
     /// empty afterwards.
     pub(crate) fn take(&mut self) -> Taken {
+        super::patience::took();
         let note = self.note();
         let mut text = Vec::with_capacity(note.len() + self.len_bytes());
         text.extend_from_slice(note.as_bytes());

@@ -13,6 +13,7 @@ pub(crate) mod capture;
 pub(crate) mod dropped;
 pub(crate) mod fd;
 pub(crate) mod kept;
+pub(crate) mod patience;
 pub(crate) mod pending;
 pub(crate) mod route;
 

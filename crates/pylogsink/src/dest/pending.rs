@@ -217,6 +217,14 @@ impl Pending {
         self.trim();
     }
 
+    /// Whether a record of `size` bytes ([`PendingRecord::size`]) fits
+    /// without leaving one out (an empty buffer takes any record: one too
+    /// large is cut).
+    pub(crate) fn has_room(&self, size: usize) -> bool {
+        let (most, cap) = self.most();
+        self.records.is_empty() || (self.records.len() < most && self.bytes + size <= cap)
+    }
+
     /// Leaves out the oldest records, and counts them, until the rest fit
     /// the budget (the newest one stays, whatever its size).
     fn trim(&mut self) {
@@ -237,6 +245,7 @@ impl Pending {
 
     /// Takes everything out.
     pub(crate) fn take(&mut self) -> Batch {
+        super::patience::took();
         self.bytes = 0;
         Batch {
             records: self.records.drain(..).collect(),
@@ -248,6 +257,7 @@ impl Pending {
     /// Takes the oldest `n` records out, with the count of those left out
     /// before them.
     pub(crate) fn take_oldest(&mut self, n: usize) -> Batch {
+        super::patience::took();
         if n >= self.records.len() {
             return self.take();
         }
@@ -318,7 +328,11 @@ pub(crate) mod queue {
     /// Adds a record, and wakes whoever delivers if nothing waited: the
     /// records that follow, until it takes them, join without a wake-up.
     pub(crate) fn push(record: PendingRecord) {
-        queue().push(record);
+        let size = record.size();
+        let mut queue =
+            crate::dest::patience::wait_for_room(queue(), &QUEUE, |q| q.has_room(size), notify);
+        queue.push(record);
+        drop(queue);
         if !WAITING.swap(true, SeqCst) {
             notify();
         }
