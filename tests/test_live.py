@@ -462,3 +462,41 @@ def test_a_pending_keyboard_interrupt_at_a_flush_is_the_extensions_choice(flush:
         assert len(logged) == 40, logged
         assert got["live"] >= 20, got["live"]
 
+
+
+FLUSH_LINES_DETACHED = """
+import contextlib, sys, threading, pylogsink
+stop = False
+def spin():
+    n = 0
+    while not stop:
+        n += 1
+class Stream:
+    parts, by_main = [], 0
+    def write(self, text):
+        if threading.current_thread() is threading.main_thread():
+            Stream.by_main += 1
+        Stream.parts.append(text)
+        return len(text)
+    def flush(self):
+        pass
+spinner = threading.Thread(target=spin)
+spinner.start()
+with contextlib.redirect_stderr(Stream()):
+    pylogsink.runtime.log_slowly(200, 0.001, detach=True, flush="lines")
+stop = True
+spinner.join()
+print("".join(Stream.parts).count("slow line"), Stream.by_main)
+"""
+
+
+def test_flush_lines_with_the_gil_released_does_nothing_while_another_thread_holds_it() -> None:
+    # On CPython 3.11 the current thread state is that of whichever thread
+    # holds the GIL (here a Python thread that spins): flush_lines in the
+    # part of a call that released the GIL must not take it for its own and
+    # write from there. The call's thread writes at its return only (one
+    # write); the rest comes from pylogsink's thread.
+    done = python(FLUSH_LINES_DETACHED, timeout=60)
+    assert done.returncode == 0, done.stderr[-2000:]
+    lines, by_main = map(int, done.stdout.split())
+    assert lines == 200 and by_main <= 1, done.stdout

@@ -215,7 +215,8 @@ fn log_then_hang(py: Python<'_>, count: usize, seconds: f64) -> PyResult<()> {
 /// what follows each line: `"raise"`, `pylogsink::flush` (a Ctrl-C stops
 /// the loop there); `"lines"`, `pylogsink::flush_lines` from a helper
 /// with no `py` (the loop runs on, a Ctrl-C is raised at the return);
-/// `None`, nothing (the lines come at the return).
+/// `None`, nothing (the lines come at the return). With the GIL released,
+/// `"lines"` calls `flush_lines` all the same, which does nothing there.
 #[pyfunction]
 #[pyo3(signature = (count, interval, detach = true, flush = None))]
 fn log_slowly(
@@ -231,6 +232,9 @@ fn log_slowly(
     };
     pylogsink::call(py, || {
         match (detach, flush) {
+            (true, Some("lines")) => {
+                py.detach(|| (0..count).for_each(|i| step_with_flush_lines(i, &step)))
+            }
             (true, _) => py.detach(|| (0..count).for_each(step)),
             (false, Some("raise")) => {
                 for i in 0..count {
