@@ -8,7 +8,10 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
 import sys
+
+from pathlib import Path
 
 import pytest
 
@@ -194,3 +197,35 @@ def test_a_budget_set_from_python_holds_from_the_next_line() -> None:
     note, *_ = text.splitlines()
     assert note.startswith("[pylogsink] ") and "more than 64 KiB waited at once" in note
     assert left_out == int(note.split()[1]) and left_out + len(numbers(text)) == 3000
+
+
+XDIST_SUITE = '''
+import pytest, pylogsink
+
+@pytest.mark.parametrize("n", range(40))
+def test_four_native_threads(n, capsys):
+    pylogsink.runtime.fan_out(workers=4, lines=300)
+    err = capsys.readouterr().err
+    for w in range(4):
+        got = [l for l in err.splitlines() if f"worker {w} line " in l]
+        assert len(got) == 300, (w, len(got), err[:300])
+    assert "[pylogsink]" not in err
+'''
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="pytest-xdist's workers need platform.node(), which wine's WMI lacks")
+def test_pytest_xdist_capsys_gets_every_line_of_four_native_threads_in_every_test(tmp_path: Path) -> None:
+    # 40 tests on two xdist workers, each a call fanned out to 4 native
+    # threads that log 300 lines apiece (some 100 KB per test).
+    suite = tmp_path / "test_fan_out.py"
+    suite.write_text(XDIST_SUITE)
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-n", "2", str(suite)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=child_env(),
+        cwd=str(tmp_path),
+    )
+    assert done.returncode == 0, done.stdout[-3000:]
+    assert "40 passed" in done.stdout
