@@ -185,6 +185,29 @@ def test_a_pipe_nobody_reads_hangs_neither_the_call_nor_the_exit() -> None:
         child.wait()
 
 
+def test_a_pipe_nobody_reads_costs_each_line_of_a_long_call_one_line() -> None:
+    # 200,000 lines (20 MB) in one call into a pipe nobody reads: once fd 2
+    # stalled, each line asks for room with the oldest kept line alone,
+    # never by taking out and putting back the megabytes the call keeps
+    # (which made each line cost the budget: 20,000 lines took 18 s).
+    child = popen(
+        """
+        import time, pylogsink
+        start = time.monotonic()
+        pylogsink.runtime.log_lines(200_000, size=100)
+        print("took", time.monotonic() - start, flush=True)
+        """
+    )
+    try:
+        assert child.stdout is not None
+        took = read_line_within(child.stdout, 60)
+        assert took, "the call did not return within 60 s"
+        assert float(took.split()[-1]) < 5, took
+    finally:
+        child.kill()
+        child.wait()
+
+
 def test_lines_queued_at_exit_go_out_when_the_reader_returns_soon() -> None:
     child = popen("import pylogsink; pylogsink.runtime.log_lines(3000, size=100)")
     time.sleep(0.5)  # the process exits while nobody reads fd 2

@@ -24,11 +24,20 @@ use std::time::Duration;
 /// room at most `wait`; puts back what finds no room. True if nothing is
 /// left. The lock is not held while writing.
 pub(crate) fn write_buffer(buffer: &Mutex<Kept>, wait: Duration) -> bool {
-    let taken = lock(buffer).take();
-    if taken.text.is_empty() {
+    let mut kept = lock(buffer);
+    if kept.is_empty() {
         return true;
     }
-    let written = fd::write_with_room(fd::stderr(), &taken.text, wait);
+    // Is there room? Asked with the oldest line (or the note) alone: a
+    // stalled fd 2 is asked at each line, and a buffer of megabytes taken
+    // out and put back each time would cost each line its size.
+    let probed = fd::write_with_room(fd::stderr(), &kept.front(), Duration::ZERO);
+    if probed == 0 && wait.is_zero() {
+        return false;
+    }
+    let taken = kept.take();
+    drop(kept);
+    let written = probed + fd::write_with_room(fd::stderr(), &taken.text[probed..], wait);
     let all = written == taken.text.len();
     lock(buffer).put_back(taken, written);
     all

@@ -122,7 +122,6 @@ impl Kept {
     }
 
     /// Whether nothing waits here: no line and no note.
-    #[cfg_attr(windows, allow(dead_code))] // the output capture's alone
     pub(crate) fn is_empty(&self) -> bool {
         self.lines.is_empty() && self.left_out_bytes == 0 && self.cut_lines == 0
     }
@@ -260,6 +259,19 @@ impl Kept {
             let first_is_rest = mid_line || written == taken.note_len && taken.first_is_rest;
             self.push_text_from(&text[written..], first_is_rest);
         }
+    }
+
+    /// What [`take`](Kept::take) would give first: the note, or else the
+    /// oldest line. A write of it tells whether there is room, at the cost
+    /// of one line rather than of the whole buffer; what it wrote goes
+    /// through [`put_back`](Kept::put_back) as a prefix of what `take` gives.
+    pub(crate) fn front(&self) -> std::borrow::Cow<'_, [u8]> {
+        let note = self.note();
+        if !note.is_empty() {
+            return std::borrow::Cow::Owned(note.into_bytes());
+        }
+        let first = self.lines.front().map_or(0, |&(len, _)| len);
+        std::borrow::Cow::Borrowed(&self.data[self.head..self.head + first])
     }
 
     /// Takes everything out: the note about left-out lines first (that is
