@@ -202,7 +202,9 @@ def test_a_pipe_nobody_reads_costs_each_line_of_a_long_call_one_line() -> None:
         assert child.stdout is not None
         took = read_line_within(child.stdout, 60)
         assert took, "the call did not return within 60 s"
-        assert float(took.split()[-1]) < 5, took
+        # On Windows each line's question for room is a write handed to
+        # pylogsink's writer thread and cancelled (some 50 us under wine).
+        assert float(took.split()[-1]) < (30 if sys.platform == "win32" else 5), took
     finally:
         child.kill()
         child.wait()
