@@ -205,3 +205,35 @@ def test_records_being_handed_to_logging_when_it_crashes_reach_fd2(kind: str) ->
     assert written, "and before the last"
     assert sorted(handled + written, key=lambda m: int(m.split()[-1])) == [f"background line {i}" for i in range(50)]
     assert messages(done.stderr)[-3:] == BEFORE
+
+
+# A process that handles SIGABRT in Python (gunicorn's workers do), set up
+# before pylogsink: another process sends it SIGABRT while a call keeps 50
+# lines, then a call logs 3 lines and abort()s.
+HANDLED_THEN_ABORT = """
+import contextlib, io, os, signal, subprocess, sys
+handled = []
+signal.signal(signal.SIGABRT, lambda signum, frame: handled.append(signum))
+import pylogsink
+rt = pylogsink.runtime
+sender = subprocess.Popen(["sh", "-c", f"sleep 0.3; kill -ABRT {os.getpid()}"])
+buf = io.StringIO()
+with contextlib.redirect_stderr(buf):
+    rt.log_then_hang(50, 1.5)
+sender.wait()
+print(buf.getvalue().count("about to hang"), handled, flush=True)
+with contextlib.redirect_stderr(io.StringIO()):
+    rt.crash("abort")
+"""
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="no kill(2) from another process on Windows")
+def test_an_external_sigabrt_a_python_handler_takes_writes_nothing_and_the_next_abort_keeps_its_lines() -> None:
+    done = crash(HANDLED_THEN_ABORT)
+    assert done.returncode == ABORTED, done.stderr
+    # The kept lines reached their stream once, and the handler ran.
+    assert done.stdout.split() == ["50", "[6]"], done.stdout
+    # Nothing was written at the external signal; the real abort() wrote
+    # the 3 lines its call kept.
+    assert "about to hang" not in done.stderr, done.stderr[:500]
+    assert messages(done.stderr) == BEFORE, done.stderr

@@ -5,9 +5,26 @@
 //! prints its traceback) and raises the signal again, so the exit status
 //! and the core dump are unchanged. The function runs in a signal
 //! handler: it may only make async-signal-safe calls.
+//!
+//! One exception: a signal another process sent (`kill -ABRT`) to a
+//! process that handles it (Python's `signal.signal`, as gunicorn's workers
+//! do for SIGABRT) need not end the process. There the previous handler is
+//! called in place, this one stays, and the function runs only if that
+//! handler raised the signal again to end the process (faulthandler does):
+//! the waiting lines are not written while the process lives on, so they
+//! are neither written twice nor missing at the next real crash.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::OnceLock;
+
+#[cfg(not(target_vendor = "apple"))]
+use libc::{SI_QUEUE, SI_USER};
+/// `si_code` of a signal from `kill` (macOS's sys/signal.h; not in libc).
+#[cfg(target_vendor = "apple")]
+const SI_USER: libc::c_int = 0x10001;
+/// `si_code` of a signal from `sigqueue` (macOS's sys/signal.h).
+#[cfg(target_vendor = "apple")]
+const SI_QUEUE: libc::c_int = 0x10002;
 
 /// The signals that end a process.
 const SIGNALS: [libc::c_int; 5] = [
@@ -61,20 +78,34 @@ pub(crate) fn install_crash_handler(on_crash: fn()) {
 /// The handler: runs the function (once, whichever signal comes first),
 /// puts the previous handler back and raises the signal again. The signal
 /// is blocked while this runs, so it is delivered, to the previous
-/// handler, as this returns.
+/// handler, as this returns. A signal another process sent, to a process
+/// with a handler of its own, goes to that handler in place (see the
+/// module's doc).
 extern "C" fn on_fatal_signal(
     signal: libc::c_int,
-    _info: *mut libc::siginfo_t,
-    _context: *mut libc::c_void,
+    info: *mut libc::siginfo_t,
+    context: *mut libc::c_void,
 ) {
-    static RAN: AtomicBool = AtomicBool::new(false);
-    if !RAN.swap(true, Ordering::AcqRel) {
-        if let Some(on_crash) = ON_CRASH.get() {
-            on_crash();
-        }
-    }
     let index = SIGNALS.iter().position(|&s| s == signal);
     let previous = PREVIOUS.get().zip(index).map(|(p, i)| &p[i]);
+    if let Some(previous) = previous.filter(|p| is_function(p) && sent_by_another_process(info)) {
+        // SAFETY: `previous` is a handler function that `sigaction`
+        // returned, called as the kernel would call it, with its flags'
+        // signature; `sigpending` and `sigismember` are async-signal-safe.
+        unsafe {
+            call(previous, signal, info, context);
+            let mut pending: libc::sigset_t = std::mem::zeroed();
+            libc::sigpending(&mut pending);
+            if libc::sigismember(&pending, signal) != 1 {
+                // Handled: the process lives on, and this handler with it.
+                return;
+            }
+        }
+        // It raised the signal again, to end the process as it returns.
+        run_once();
+        return;
+    }
+    run_once();
     // SAFETY: `previous` is an action that `sigaction` itself returned, and
     // a null one leaves SIG_DFL; sigaction and raise are async-signal-safe.
     unsafe {
@@ -87,5 +118,85 @@ extern "C" fn on_fatal_signal(
             }
         };
         libc::raise(signal);
+    }
+}
+
+/// Runs the function, the first time only.
+fn run_once() {
+    static RAN: AtomicBool = AtomicBool::new(false);
+    if !RAN.swap(true, Ordering::AcqRel) {
+        if let Some(on_crash) = ON_CRASH.get() {
+            on_crash();
+        }
+    }
+}
+
+/// Whether `action` is a handler function (not the default nor ignore).
+fn is_function(action: &libc::sigaction) -> bool {
+    action.sa_sigaction != libc::SIG_DFL && action.sa_sigaction != libc::SIG_IGN
+}
+
+/// Whether the signal came from `kill` or `sigqueue` in another process,
+/// not from this one (`abort()`, `raise`) nor from a fault.
+fn sent_by_another_process(info: *const libc::siginfo_t) -> bool {
+    if info.is_null() {
+        return false;
+    }
+    // SAFETY: the kernel hands a valid siginfo_t to an SA_SIGINFO handler;
+    // its sender's pid is set for SI_USER and SI_QUEUE.
+    unsafe {
+        let code = (*info).si_code;
+        (code == SI_USER || code == SI_QUEUE) && sender(info) != libc::getpid()
+    }
+}
+
+/// The pid of the process that sent the signal.
+///
+/// # Safety
+/// `info` points to a siginfo_t of SI_USER or SI_QUEUE.
+#[cfg(not(target_vendor = "apple"))]
+unsafe fn sender(info: *const libc::siginfo_t) -> libc::pid_t {
+    // SAFETY: for SI_USER and SI_QUEUE the kill fields are the ones set.
+    unsafe { (*info).si_pid() }
+}
+
+/// The pid of the process that sent the signal.
+///
+/// # Safety
+/// `info` points to a siginfo_t of SI_USER or SI_QUEUE.
+#[cfg(target_vendor = "apple")]
+unsafe fn sender(info: *const libc::siginfo_t) -> libc::pid_t {
+    // SAFETY: `si_pid` is a plain field of the platform's siginfo_t.
+    unsafe { (*info).si_pid }
+}
+
+/// Calls the handler of `action` as the kernel would.
+///
+/// # Safety
+/// `action` is a handler function returned by `sigaction`; `info` and
+/// `context` are the ones this handler was given.
+unsafe fn call(
+    action: &libc::sigaction,
+    signal: libc::c_int,
+    info: *mut libc::siginfo_t,
+    context: *mut libc::c_void,
+) {
+    if action.sa_flags & libc::SA_SIGINFO != 0 {
+        // SAFETY: with SA_SIGINFO, `sa_sigaction` is a three-argument handler.
+        let handler = unsafe {
+            std::mem::transmute::<
+                libc::sighandler_t,
+                extern "C" fn(libc::c_int, *mut libc::siginfo_t, *mut libc::c_void),
+            >(action.sa_sigaction)
+        };
+        handler(signal, info, context);
+    } else {
+        // SAFETY: without SA_SIGINFO, it is a one-argument handler.
+        let handler = unsafe {
+            std::mem::transmute::<libc::sighandler_t, extern "C" fn(libc::c_int)>(
+                action.sa_sigaction,
+            )
+        };
+        handler(signal);
     }
 }
