@@ -3,9 +3,9 @@
 //!
 //! A worker thread of a runtime, module init or a destructor logs outside
 //! any call: nobody will write its lines at a return. What finds no room on
-//! fd 2 within the stall wait waits here (its newest 64 KiB) and is written
-//! first at the next chance: before the next direct line, at a call's
-//! return, at exit. Writing it costs one atomic load while it is empty.
+//! fd 2 within the stall wait waits here (its newest lines within the
+//! budget) and is written first at the next chance: before the next direct
+//! line, at a call's return, at exit. Writing it costs one atomic load while it is empty.
 //!
 //! Beside it waits what such a thread logs while `sys.stderr` is replaced
 //! (pytest's capture, a notebook's cell): the line belongs in that stream,
@@ -146,7 +146,7 @@ pub(crate) fn hold_for_fork() -> HeldForFork {
 
 /// Lines logged outside any call while `sys.stderr` is replaced (a
 /// test's capture, a notebook's cell), for pylogsink's Python thread to
-/// write to it: its newest 64 KiB.
+/// write to it: its newest lines within the budget.
 static FOR_STREAM: Mutex<Kept> = Mutex::new(Kept::budgeted());
 static FOR_STREAM_PENDING: AtomicBool = AtomicBool::new(false);
 

@@ -82,7 +82,7 @@ pub(crate) fn route(level: Level, sink: Sink, queue_pending: bool, stderr_replac
 pub(crate) enum NoRoom {
     /// The call keeps it, and its sink becomes [`Sink::Stalled`].
     KeepAndStall,
-    /// It joins the process-wide queue (newest 64 KiB).
+    /// It joins the process-wide queue (its newest lines within the budget).
     Queue,
 }
 
