@@ -129,9 +129,10 @@ pylogsink.runtime.log_lines(500, size=100)
 
 def test_a_million_records_outside_any_call_count_what_the_notes_say() -> None:
     # A native thread logs 1,000,000 records outside any call, as fast as
-    # it can: pylogsink's delivery thread hands what it can to logging, the
-    # queue keeps its newest 10,000 records, and notes stand for the rest. About
-    # two seconds here.
+    # it can: pylogsink's delivery thread hands them to logging, the thread
+    # waits for room in the queue (10,000 records here) while they are
+    # handed over, and notes stand for any left out when it gave up waiting
+    # (some 8,000 here, none under wine). About five seconds here.
     count = 1_000_000
     started = time.monotonic()
     done = python(
@@ -146,8 +147,8 @@ pylogsink.runtime.start_background_logger({count}).join()
     assert done.returncode == 0, done.stderr
     got = last_json(done.stdout)
     assert got["info"] == count
-    assert got["noted"] > 0 and got["notes"] > 0, got
     assert got["records"] + got["noted"] == count, got
+    assert got["records"] > count // 2, "the thread waited for room while logging took"
     assert got["left_out"] == got["noted"], got
     assert done.stderr == ""
     print(f"{count} records: {got['records']} handled, {got['noted']} in {got['notes']} notes, {took:.1f} s")
