@@ -134,3 +134,42 @@ print(json.dumps({"took": took, "text": buf.getvalue()}))
     assert note.startswith("[pylogsink] ") and "64 KiB" in note
     assert int(note.split()[1]) + len(records(got["text"])) == 20_000
     assert got["took"] < 1.0, got
+
+
+# The deadlock pylogsink exists for, with the budget full: native workers
+# log while holding the backend lock (GIL released), and the main thread
+# takes that lock with the GIL held, again and again. A worker that finds
+# the budget full waits for Python to take, which the main thread, waiting
+# for the lock with the GIL, prevents: the wait must end by itself.
+SEED = """
+import contextlib, io, json, threading, time, pylogsink
+rt = pylogsink.runtime
+buf = io.StringIO()
+finished = threading.Event()
+def fan_out():
+    rt.fan_out(workers=4, lines=5000, under_backend=True)
+    finished.set()
+with contextlib.redirect_stderr(buf):
+    started = time.monotonic()
+    t = threading.Thread(target=fan_out)
+    t.start()
+    while not finished.is_set():
+        rt.execute()
+    t.join()
+    took = time.monotonic() - started
+    rt.log_lines(0)
+text = buf.getvalue().splitlines()
+print(json.dumps({
+    "took": took,
+    "lines": sum(1 for line in text if "] worker " in line),
+    "noted": sum(int(line.split()[1]) for line in text if line.startswith("[pylogsink] ")),
+    "left_out": rt.log_stats()["left_out"],
+}))
+"""
+
+
+def test_the_seeds_deadlock_with_the_budget_full_ends_with_every_line_delivered_or_counted() -> None:
+    got = run(SEED)
+    assert got["took"] < 20, got  # type: ignore[operator]
+    assert got["noted"] == got["left_out"], got
+    assert got["lines"] + got["noted"] == 20_000, got  # type: ignore[operator]
