@@ -14,8 +14,10 @@
 # The tools are made once, into ~/.cache/pylogsink (PYLOGSINK_CACHE):
 # cross/ by scripts/cross-rust.sh (the nightly toolchain rustup has, with
 # Debian's rust-src) and winpython/ by scripts/windows-python.sh (which
-# installs wine64 and MinGW-w64 with apt-get). The builds go to
-# target/windows/ (cargo's target directories, the wheels, pytest's output).
+# installs wine64 and MinGW-w64 with apt-get). pylogsink and the test
+# extension build in cross/'s target directory (scripts/windows_wheel.sh,
+# which make dist's Windows wheel shares); the example's target directory,
+# the wheels, ctypes_rt.dll and pytest's output go to target/windows/.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
