@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 
 from conftest import python, records
 
@@ -51,8 +52,18 @@ def test_a_call_that_released_the_gil_floods_past_the_budget_and_loses_nothing()
 
 
 def test_a_native_thread_outside_any_call_floods_past_the_budget_and_loses_nothing() -> None:
-    got = run(INTO_A_STRINGIO.format(body="rt.start_background_logger(20_000).join()"))
-    assert got == {"lines": 20_000, "notes": 0, "left_out": 0}
+    code = INTO_A_STRINGIO.format(body="rt.start_background_logger(20_000).join()")
+    done = python(code, timeout=60, env=child_env())
+    assert done.returncode == 0, done.stderr[-2000:]
+    got = json.loads(done.stdout.splitlines()[-1])
+    assert got["notes"] == 0 and got["left_out"] == 0, got
+    if sys.version_info >= (3, 12):
+        assert got["lines"] == 20_000, got
+    else:
+        # CPython 3.11 has no watcher on sys.__dict__: a flood that starts
+        # right after a replacement made with no call may go to fd 2 until
+        # pylogsink's thread has looked at sys.stderr (docs/routing.md).
+        assert got["lines"] + done.stderr.count("background line") == 20_000, got
 
 
 LOGGING_FLOOD = """

@@ -321,12 +321,19 @@ pub(crate) fn deliver_at_return(py: Python<'_>) -> Option<PyErr> {
 
 /// Hands the records logged outside any call to `logging`, unless a Fatal
 /// line is being written (it writes them as text): at a call's return, and
-/// at a cell's end (`cells`).
+/// at a cell's end (`cells`). For [`QUEUE_SHARE`] at most: the queue may
+/// hold the budget's 50,000 records, which a slow handler (a millisecond
+/// each) would make the caller wait for long; what is left goes back to
+/// the queue, for pylogsink's thread.
 pub(crate) fn deliver_queue(py: Python<'_>) -> Option<PyErr> {
     let mut delivery = Delivery::start()?;
     let batch = std::mem::take(&mut delivery.0);
-    deliver(py, batch, Until::Done)
+    deliver(py, batch, Until::Before(Instant::now() + QUEUE_SHARE))
 }
+
+/// The longest a call's return (or a cell's end) spends handing over the
+/// records that other threads logged outside any call.
+const QUEUE_SHARE: Duration = Duration::from_secs(1);
 
 /// How far a delivery goes.
 #[derive(Clone, Copy)]
@@ -339,6 +346,8 @@ enum Until {
     Stopped,
     /// The exit: records until the deadline; the rest goes to fd 2 as text.
     Deadline(Instant),
+    /// Records until the deadline; the rest goes back to the queue.
+    Before(Instant),
 }
 
 impl Until {
@@ -349,6 +358,7 @@ impl Until {
             Until::Stopped => (STOP.load(Ordering::Acquire) || at_fork::asked())
                 .then_some(queue::put_back as fn(Batch)),
             Until::Deadline(at) => (Instant::now() >= at).then_some(rest_as_text as fn(Batch)),
+            Until::Before(at) => (Instant::now() >= at).then_some(queue::put_back as fn(Batch)),
         }
     }
 }
