@@ -35,8 +35,9 @@ use std::time::Duration;
 pub(crate) const STDERR: RawFd = 2;
 
 /// The least a piece waits at a crash while the reader keeps up (see
-/// [`write_from_signal_handler`]).
-const CRASH_GRACE: Duration = Duration::from_millis(10);
+/// [`write_from_signal_handler`]): long enough for a hand-over to
+/// pylogsink's writer thread on a loaded machine (Windows under wine).
+const CRASH_GRACE: Duration = Duration::from_millis(50);
 
 /// Where pylogsink's lines go: fd 2, or, while an output capture has
 /// pointed fd 2 at its pipe ([`crate::core::capture`]), the copy it made
