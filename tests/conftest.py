@@ -138,6 +138,20 @@ def records(text: str) -> list[str]:
 # The tests' C and C++ extensions are built with setuptools and gcc, against
 # the library in the wheel; on Windows that takes MSVC, which the Windows
 # lane (scripts/test_windows.sh) has not.
+# The start of a child that counts the records Python's logging handles
+# (Count.n), with pylogsink.runtime's records sent there (rt).
+COUNT_RECORDS = """
+import json, logging, time, pylogsink
+rt = pylogsink.runtime
+class Count(logging.Handler):
+    n = 0
+    def emit(self, record):
+        Count.n += 1
+logging.getLogger().addHandler(Count())
+logging.getLogger().setLevel(logging.INFO)
+rt.set_log_destination("logging")
+"""
+
 # A small budget for the tests of what happens past it: a few thousand
 # lines overflow it, where the defaults (4 MiB of lines, 50,000 records
 # within 16 MiB) hold bursts of tens of thousands. For a child, through the

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 import pylogsink
-from conftest import python, records
+from conftest import COUNT_RECORDS, python, records
 
 
 def child_env(**extra: str) -> dict[str, str]:
@@ -97,16 +97,7 @@ def test_a_stream_whose_write_takes_1_ms_gets_3000_of_3000() -> None:
     assert sorted(numbers(got["text"])) == list(range(3000))
 
 
-LOGGING_50K = """
-import json, logging, pylogsink
-rt = pylogsink.runtime
-class Count(logging.Handler):
-    n = 0
-    def emit(self, record):
-        Count.n += 1
-logging.getLogger().addHandler(Count())
-logging.getLogger().setLevel(logging.INFO)
-rt.set_log_destination("logging")
+LOGGING_50K = COUNT_RECORDS + """
 rt.log_lines(50_000, size=100)
 print(json.dumps({"handled": Count.n, "left_out": rt.log_stats()["left_out"]}))
 """

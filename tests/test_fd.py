@@ -157,6 +157,20 @@ def test_pipe_without_reader_for_a_while() -> None:
     assert_whole(err.decode(), 3000)
 
 
+def log_into_a_pipe_nobody_reads(lines: int) -> subprocess.Popen[bytes]:
+    """A child whose fd 2 is a pipe this process does not read: it logs
+    `lines` 100-byte lines in one call that holds the GIL, then prints how
+    long the call took ("took SECONDS")."""
+    return popen(
+        f"""
+        import time, pylogsink
+        start = time.monotonic()
+        pylogsink.runtime.log_lines({lines}, size=100)
+        print("took", time.monotonic() - start, flush=True)
+        """
+    )
+
+
 def test_a_pipe_nobody_reads_hangs_neither_the_call_nor_the_exit() -> None:
     # fd 2 is a pipe that nobody reads while the child runs: 300 KB, more
     # than a pipe holds, logged in one call that holds the GIL. A line
@@ -164,14 +178,7 @@ def test_a_pipe_nobody_reads_hangs_neither_the_call_nor_the_exit() -> None:
     # none the call's later lines are kept: the call returns well within
     # 3000 stall waits, and the exit, whose flush gives up too, ends the
     # process. A blocking write would wait for a reader forever.
-    child = popen(
-        """
-        import time, pylogsink
-        start = time.monotonic()
-        pylogsink.runtime.log_lines(3000, size=100)
-        print("took", time.monotonic() - start, flush=True)
-        """
-    )
+    child = log_into_a_pipe_nobody_reads(3000)
     try:
         assert child.stdout is not None and child.stderr is not None
         took = read_line_within(child.stdout, 60)
@@ -190,14 +197,7 @@ def test_a_pipe_nobody_reads_costs_each_line_of_a_long_call_one_line() -> None:
     # stalled, each line asks for room with the oldest kept line alone,
     # never by taking out and putting back the megabytes the call keeps
     # (which made each line cost the budget: 20,000 lines took 18 s).
-    child = popen(
-        """
-        import time, pylogsink
-        start = time.monotonic()
-        pylogsink.runtime.log_lines(200_000, size=100)
-        print("took", time.monotonic() - start, flush=True)
-        """
-    )
+    child = log_into_a_pipe_nobody_reads(200_000)
     try:
         assert child.stdout is not None
         took = read_line_within(child.stdout, 60)

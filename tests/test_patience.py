@@ -12,7 +12,7 @@ import json
 import os
 import sys
 
-from conftest import python, records
+from conftest import COUNT_RECORDS, python, records
 
 SMALL = "lines=64KiB,records=1000,record_bytes=4MiB"
 
@@ -66,16 +66,7 @@ def test_a_native_thread_outside_any_call_floods_past_the_budget_and_loses_nothi
         assert got["lines"] + done.stderr.count("background line") == 20_000, got
 
 
-LOGGING_FLOOD = """
-import json, logging, time, pylogsink
-rt = pylogsink.runtime
-class Count(logging.Handler):
-    n = 0
-    def emit(self, record):
-        Count.n += 1
-logging.getLogger().addHandler(Count())
-logging.getLogger().setLevel(logging.INFO)
-rt.set_log_destination("logging")
+LOGGING_FLOOD = COUNT_RECORDS + """
 rt.start_background_logger(20_000).join()
 give_up = time.monotonic() + 10
 while Count.n < 20_000 and time.monotonic() < give_up:
