@@ -120,23 +120,15 @@ fn set_log_budget(
     record_bytes: Option<i64>,
 ) -> PyResult<()> {
     let mut new = budget::get();
-    for (name, value, least, slot) in [
-        ("lines", lines, budget::MIN_BYTES, &mut new.lines),
-        ("records", records, 1, &mut new.records),
-        (
-            "record_bytes",
-            record_bytes,
-            budget::MIN_BYTES,
-            &mut new.record_bytes,
-        ),
+    for (name, value) in [
+        ("lines", lines),
+        ("records", records),
+        ("record_bytes", record_bytes),
     ] {
         let Some(value) = value else { continue };
-        *slot = usize::try_from(value)
-            .ok()
-            .filter(|&v| v >= least)
-            .ok_or_else(|| {
-                PyValueError::new_err(format!("{name}={value}: the least is {least}"))
-            })?;
+        // A negative value is below every least.
+        new = budget::with_part(new, name, usize::try_from(value).unwrap_or(0))
+            .map_err(|why| PyValueError::new_err(format!("{name}={value}: {why}")))?;
     }
     budget::set(new);
     Ok(())

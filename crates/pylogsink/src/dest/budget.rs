@@ -79,22 +79,29 @@ pub(crate) fn parse(spec: &str, base: Budget) -> Result<Budget, String> {
             .split_once('=')
             .ok_or_else(|| format!("{part:?} is not name=value"))?;
         let value = value.trim();
-        let (slot, least) = match name.trim() {
-            "lines" => (&mut budget.lines, MIN_BYTES),
-            "records" => (&mut budget.records, 1),
-            "record_bytes" => (&mut budget.record_bytes, MIN_BYTES),
-            other => {
-                return Err(format!(
-                    "{other:?} is no budget (lines, records or record_bytes)"
-                ))
-            }
-        };
         let n = size(value).ok_or_else(|| format!("{part:?}: {value:?} is not a size"))?;
-        if n < least {
-            return Err(format!("{part:?}: the least is {least}"));
-        }
-        *slot = n;
+        budget = with_part(budget, name.trim(), n).map_err(|why| format!("{part:?}: {why}"))?;
     }
+    Ok(budget)
+}
+
+/// `budget` with its part `name` (`lines`, `records` or `record_bytes`)
+/// set to `value`, or why not: an unknown name, a value below the least.
+pub(crate) fn with_part(mut budget: Budget, name: &str, value: usize) -> Result<Budget, String> {
+    let (slot, least) = match name {
+        "lines" => (&mut budget.lines, MIN_BYTES),
+        "records" => (&mut budget.records, 1),
+        "record_bytes" => (&mut budget.record_bytes, MIN_BYTES),
+        other => {
+            return Err(format!(
+                "{other:?} is no budget (lines, records or record_bytes)"
+            ))
+        }
+    };
+    if value < least {
+        return Err(format!("the least is {least}"));
+    }
+    *slot = value;
     Ok(budget)
 }
 
