@@ -14,17 +14,29 @@
 //! wine does for a Linux pipe), the piece stays with the writer, which
 //! writes it once the reader reads; until then later pieces find no room
 //! at once, so one stalled reader costs one wait, not one per line.
+//!
+//! A question for room that may not wait (a stalled call's next line) is a
+//! hand-over and a cancel: half a millisecond under wine. For
+//! [`PROBE_GAP`] after one found no room, such questions are answered "no
+//! room" without asking, so a call that logs into a pipe nobody reads runs
+//! at the speed of its lines, which are kept, not at that of the cancels.
 
 use super::{next_piece, stderr, CRASH_GRACE, FAILED_BYTES, TERMINAL};
 use crate::record::{lock, HeldForFork};
 use crate::sys::{self, HandleKind, RawFd};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Condvar, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 use windows_sys::Win32::Foundation::{ERROR_OPERATION_ABORTED, HANDLE};
 
 /// Writes one piece; `None` if there was no room within `wait`.
 pub(super) fn write_piece(fd: RawFd, piece: &[u8], wait: Duration) -> Option<usize> {
+    // Before asking what the handle is: each question is a system call,
+    // which wine makes costly. A handle changed meanwhile (to a file) waits
+    // for the gap's end, its lines kept in order.
+    if wait.is_zero() && found_no_room_lately() {
+        return None;
+    }
     let handle = sys::handle_of(fd);
     match sys::handle_kind(handle) {
         HandleKind::File => match sys::write_handle(handle, piece) {
@@ -40,11 +52,34 @@ pub(super) fn write_piece(fd: RawFd, piece: &[u8], wait: Duration) -> Option<usi
                 Outcome::Written(0) => None,
                 Outcome::Written(n) => Some(n.min(piece.len())),
                 Outcome::InFlight => Some(piece.len()),
-                Outcome::NoRoom => None,
+                Outcome::NoRoom => {
+                    NO_ROOM_AT.store(micros_since_start(), Ordering::Relaxed);
+                    None
+                }
                 Outcome::Failed => Some(failed(piece)),
             }
         }
     }
+}
+
+/// How long after a piece found no room a question that may not wait is
+/// answered "no room" without asking the writer thread.
+const PROBE_GAP: Duration = Duration::from_millis(5);
+
+/// When a piece last found no room ([`micros_since_start`]; 0: never).
+static NO_ROOM_AT: AtomicU64 = AtomicU64::new(0);
+
+/// Microseconds since the first question, from 1 (0 stands for never).
+fn micros_since_start() -> u64 {
+    static START: OnceLock<Instant> = OnceLock::new();
+    let start = *START.get_or_init(Instant::now);
+    u64::try_from(start.elapsed().as_micros() + 1).unwrap_or(u64::MAX)
+}
+
+/// Whether a piece found no room less than [`PROBE_GAP`] ago.
+fn found_no_room_lately() -> bool {
+    let at = NO_ROOM_AT.load(Ordering::Relaxed);
+    at != 0 && micros_since_start().saturating_sub(at) < PROBE_GAP.as_micros() as u64
 }
 
 /// Counts a piece that a failed handle took.
