@@ -208,15 +208,18 @@ def test_records_being_handed_to_logging_when_it_crashes_reach_fd2(kind: str) ->
 
 
 # A process that handles SIGABRT in Python (gunicorn's workers do), set up
-# before pylogsink: another process sends it SIGABRT while a call keeps 50
-# lines, then a call logs 3 lines and abort()s.
+# before pylogsink or after it: another process sends it SIGABRT while a
+# call keeps 50 lines, then a call logs 3 lines and abort()s.
 HANDLED_THEN_ABORT = """
 import contextlib, io, os, signal, subprocess, sys
 handled = []
-signal.signal(signal.SIGABRT, lambda signum, frame: handled.append(signum))
+def handle():
+    signal.signal(signal.SIGABRT, lambda signum, frame: handled.append(signum))
+{handle_before}
 import pylogsink
 rt = pylogsink.runtime
-sender = subprocess.Popen(["sh", "-c", f"sleep 0.3; kill -ABRT {os.getpid()}"])
+{handle_after}
+sender = subprocess.Popen(["sh", "-c", f"sleep 0.3; kill -ABRT {{os.getpid()}}"])
 buf = io.StringIO()
 with contextlib.redirect_stderr(buf):
     rt.log_then_hang(50, 1.5)
@@ -228,8 +231,19 @@ with contextlib.redirect_stderr(io.StringIO()):
 
 
 @pytest.mark.skipif(sys.platform == "win32", reason="no kill(2) from another process on Windows")
-def test_an_external_sigabrt_a_python_handler_takes_writes_nothing_and_the_next_abort_keeps_its_lines() -> None:
-    done = crash(HANDLED_THEN_ABORT)
+@pytest.mark.parametrize("order", ["handler before pylogsink", "handler after pylogsink"])
+def test_an_external_sigabrt_a_python_handler_takes_writes_nothing_and_the_next_abort_keeps_its_lines(
+    order: str,
+) -> None:
+    # Set after pylogsink, the Python handler takes the place of its crash
+    # handler, which is put back in front as lines start to wait: without
+    # that, the abort() kept none of its lines.
+    before = order == "handler before pylogsink"
+    done = crash(
+        HANDLED_THEN_ABORT.format(
+            handle_before="handle()" if before else "", handle_after="" if before else "handle()"
+        )
+    )
     assert done.returncode == ABORTED, done.stderr
     # The kept lines reached their stream once, and the handler ran.
     assert done.stdout.split() == ["50", "[6]"], done.stdout
@@ -237,3 +251,25 @@ def test_an_external_sigabrt_a_python_handler_takes_writes_nothing_and_the_next_
     # the 3 lines its call kept.
     assert "about to hang" not in done.stderr, done.stderr[:500]
     assert messages(done.stderr) == BEFORE, done.stderr
+
+
+# faulthandler enabled after pylogsink: pylogsink's handler is put back in
+# front, calls faulthandler's, which hands the signal back to the handler
+# it found (pylogsink's): the process still ends by the signal, once, with
+# the lines and the traceback.
+FAULTHANDLER_AFTER = """
+import contextlib, faulthandler, io, pylogsink
+faulthandler.enable()
+with contextlib.redirect_stderr(io.StringIO()):
+    pylogsink.runtime.crash({kind!r})
+"""
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="Windows' order: test_faulthandlers_traceback_and_the_lines_on_windows")
+@pytest.mark.parametrize("kind", ["segv", "abort"])
+def test_faulthandler_enabled_after_pylogsink_ends_the_process_once_with_lines_and_traceback(kind: str) -> None:
+    done = crash(FAULTHANDLER_AFTER.format(kind=kind))
+    assert done.returncode == ENDS[kind], done.stderr
+    assert messages(done.stderr) == BEFORE
+    assert done.stderr.count("Fatal Python error") == 1, done.stderr
+    assert done.stderr.index(BEFORE[-1]) < done.stderr.index("Fatal Python error"), done.stderr

@@ -44,6 +44,15 @@ pub(crate) fn install() {
     });
 }
 
+/// Puts the crash handler back in front of a handler installed after it
+/// (the program's `signal.signal`, `faulthandler.enable()`), which would
+/// otherwise end the process without the waiting lines. Called as lines
+/// start to wait (the first since the last take), which is when it
+/// matters: a few system calls then, none while lines go straight out.
+pub(crate) fn stay_in_front() {
+    sys::reinstate_crash_handler();
+}
+
 /// Writes every line and record that waits, each piece waiting for room
 /// at most the stall wait, then a note for the buffers skipped. A call
 /// whose `sys.stderr` has a descriptor of its own that outlives fd 2's

@@ -7,6 +7,7 @@
 //! access: its thread's state says which call it joins and holds the
 //! formatter; the decision itself is [`route`]'s.
 
+use super::crash;
 use super::queue::{self, queue_pending, write_direct};
 use super::shared::Shared;
 use super::stats::EMITTED_ELSEWHERE;
@@ -131,7 +132,9 @@ fn keep_for_logging(record: &Record<'_>, now: SystemTime) {
         }
     };
     if let Some(pending) = outside {
-        pending::queue::push(pending);
+        if pending::queue::push(pending) {
+            crash::stay_in_front();
+        }
     }
 }
 

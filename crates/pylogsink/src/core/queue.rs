@@ -97,7 +97,9 @@ fn queue() -> MutexGuard<'static, Kept> {
 /// Adds a record that found no room on fd 2 to the process-wide queue.
 pub(crate) fn queue_push(record: &[u8], is_rest: bool) {
     queue().push_record(record, is_rest);
-    QUEUE_PENDING.store(true, Ordering::Release);
+    if !QUEUE_PENDING.swap(true, Ordering::AcqRel) {
+        super::crash::stay_in_front();
+    }
 }
 
 /// Whether lines wait in the process-wide queue.

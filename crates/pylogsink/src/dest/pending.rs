@@ -327,15 +327,18 @@ pub(crate) mod queue {
 
     /// Adds a record, and wakes whoever delivers if nothing waited: the
     /// records that follow, until it takes them, join without a wake-up.
-    pub(crate) fn push(record: PendingRecord) {
+    /// True for the first record since the last take.
+    pub(crate) fn push(record: PendingRecord) -> bool {
         let size = record.size();
         let mut queue =
             crate::dest::patience::wait_for_room(queue(), &QUEUE, |q| q.has_room(size), notify);
         queue.push(record);
         drop(queue);
-        if !WAITING.swap(true, SeqCst) {
+        let first = !WAITING.swap(true, SeqCst);
+        if first {
             notify();
         }
+        first
     }
 
     /// Wakes the one who waits in [`wait`]. Taking the wait's lock first

@@ -22,7 +22,7 @@ pub(crate) use posix::*;
 #[cfg(unix)]
 mod signals;
 #[cfg(unix)]
-pub(crate) use signals::install_crash_handler;
+pub(crate) use signals::{install_crash_handler, reinstate_crash_handler};
 
 #[cfg(target_os = "linux")]
 mod linux;

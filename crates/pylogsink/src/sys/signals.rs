@@ -13,9 +13,18 @@
 //! handler raised the signal again to end the process (faulthandler does):
 //! the waiting lines are not written while the process lives on, so they
 //! are neither written twice nor missing at the next real crash.
+//!
+//! A handler installed after this one (Python's `signal.signal` in the
+//! program, `faulthandler.enable()`) takes its place: the waiting lines
+//! would be lost at the next crash. [`reinstate_crash_handler`] puts this
+//! one back in front, the newer one becoming the previous handler it
+//! calls. If that handler hands the signal back here (faulthandler puts
+//! back what it found, this handler, and raises the signal again), this
+//! one, entered a second time, lets the signal's default action end the
+//! process, so the two never pass it to each other for good.
 
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::OnceLock;
+use std::sync::atomic::{AtomicBool, AtomicPtr, Ordering};
+use std::sync::{Mutex, OnceLock, TryLockError};
 
 #[cfg(not(target_vendor = "apple"))]
 use libc::{SI_QUEUE, SI_USER};
@@ -36,7 +45,16 @@ const SIGNALS: [libc::c_int; 5] = [
 ];
 
 /// The handlers that were there before, by the index of their signal.
-static PREVIOUS: OnceLock<[libc::sigaction; SIGNALS.len()]> = OnceLock::new();
+type Actions = [libc::sigaction; SIGNALS.len()];
+
+/// The handlers this one calls, by the index of their signal: null until
+/// it is installed. Each change is a new array (the one it replaces is
+/// leaked: the handler may be reading it), made under [`CHANGING`].
+static PREVIOUS: AtomicPtr<Actions> = AtomicPtr::new(std::ptr::null_mut());
+
+/// Held while the handlers are installed or put back (tried, never
+/// waited for: a child forked while another thread held it finds it held).
+static CHANGING: Mutex<()> = Mutex::new(());
 
 /// What runs at the first fatal signal.
 static ON_CRASH: OnceLock<fn()> = OnceLock::new();
@@ -47,7 +65,27 @@ pub(crate) fn install_crash_handler(on_crash: fn()) {
     if ON_CRASH.set(on_crash).is_err() {
         return;
     }
-    let previous = SIGNALS.map(|signal| {
+    put_in_front(|_| true);
+}
+
+/// Puts the handler back in front of any handler installed since it was
+/// (see the module's doc). A few system calls; nothing if it was never
+/// installed.
+pub(crate) fn reinstate_crash_handler() {
+    if ON_CRASH.get().is_some() {
+        put_in_front(|current| current.sa_sigaction != on_fatal_signal as *const () as usize);
+    }
+}
+
+/// Installs the handler for each signal whose current action `replace`
+/// says to replace; the current one becomes the previous one it calls.
+fn put_in_front(replace: impl Fn(&libc::sigaction) -> bool) {
+    let _changing = match CHANGING.try_lock() {
+        Ok(changing) => changing,
+        Err(TryLockError::Poisoned(e)) => e.into_inner(),
+        Err(TryLockError::WouldBlock) => return,
+    };
+    let current = SIGNALS.map(|signal| {
         // SAFETY: an all-zero `sigaction` is a valid value (SIG_DFL, no
         // flags, an empty mask); `sigaction` with a null new action only
         // writes the current one into it.
@@ -57,14 +95,29 @@ pub(crate) fn install_crash_handler(on_crash: fn()) {
             old
         }
     });
-    if PREVIOUS.set(previous).is_err() {
+    if !current.iter().any(&replace) {
         return;
     }
-    for signal in SIGNALS {
+    let old = PREVIOUS.load(Ordering::Acquire);
+    // SAFETY: a non-null PREVIOUS points to a leaked array, never freed.
+    let mut previous = match unsafe { old.as_ref() } {
+        Some(old) => *old,
+        None => current,
+    };
+    for (i, action) in current.iter().enumerate() {
+        if replace(action) {
+            previous[i] = *action;
+        }
+    }
+    PREVIOUS.store(Box::leak(Box::new(previous)), Ordering::Release);
+    for (i, signal) in SIGNALS.into_iter().enumerate() {
+        if !replace(&current[i]) {
+            continue;
+        }
         // SAFETY: `action` is fully initialized: zeroed, then the handler
         // (an `extern "C"` function with the three-argument signature that
-        // SA_SIGINFO requires), the flags and an empty mask. The previous
-        // action was saved above.
+        // SA_SIGINFO requires), the flags and an empty mask. The action it
+        // replaces was stored in PREVIOUS above.
         unsafe {
             let mut action: libc::sigaction = std::mem::zeroed();
             action.sa_sigaction = on_fatal_signal as *const () as usize;
@@ -87,7 +140,20 @@ extern "C" fn on_fatal_signal(
     context: *mut libc::c_void,
 ) {
     let index = SIGNALS.iter().position(|&s| s == signal);
-    let previous = PREVIOUS.get().zip(index).map(|(p, i)| &p[i]);
+    // SAFETY: a non-null PREVIOUS points to a leaked array, never freed.
+    let previous = unsafe { PREVIOUS.load(Ordering::Acquire).as_ref() };
+    let previous = previous.zip(index).map(|(p, i)| &p[i]);
+    if RAN.load(Ordering::Acquire) && previous.is_some_and(is_function) {
+        // Handed back by a handler this one called: the default ends it.
+        // SAFETY: an all-zero `sigaction` is SIG_DFL with an empty mask;
+        // sigaction and raise are async-signal-safe.
+        unsafe {
+            let default: libc::sigaction = std::mem::zeroed();
+            libc::sigaction(signal, &default, std::ptr::null_mut());
+            libc::raise(signal);
+        }
+        return;
+    }
     if let Some(previous) = previous.filter(|p| is_function(p) && sent_by_another_process(info)) {
         // SAFETY: `previous` is a handler function that `sigaction`
         // returned, called as the kernel would call it, with its flags'
@@ -121,9 +187,11 @@ extern "C" fn on_fatal_signal(
     }
 }
 
+/// Whether the function ran.
+static RAN: AtomicBool = AtomicBool::new(false);
+
 /// Runs the function, the first time only.
 fn run_once() {
-    static RAN: AtomicBool = AtomicBool::new(false);
     if !RAN.swap(true, Ordering::AcqRel) {
         if let Some(on_crash) = ON_CRASH.get() {
             on_crash();

@@ -8,7 +8,7 @@
 
 use super::RawFd;
 use std::io;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::OnceLock;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use windows_sys::core::PWSTR;
@@ -199,7 +199,7 @@ static ON_CRASH: OnceLock<fn()> = OnceLock::new();
 /// The filter for unhandled exceptions that was there before.
 static PREVIOUS_FILTER: OnceLock<LPTOP_LEVEL_EXCEPTION_FILTER> = OnceLock::new();
 /// The C runtime's handler for `SIGABRT` that was there before.
-static PREVIOUS_ABORT: OnceLock<libc::sighandler_t> = OnceLock::new();
+static PREVIOUS_ABORT: AtomicUsize = AtomicUsize::new(libc::SIG_DFL);
 
 /// Installs what runs `on_crash` once, at the first crash: an exception
 /// nobody handles (an access violation; faulthandler's handler, which
@@ -213,11 +213,26 @@ pub(crate) fn install_crash_handler(on_crash: fn()) {
     // as the process; the previous filter is kept to be called in turn.
     let previous = unsafe { SetUnhandledExceptionFilter(Some(on_exception)) };
     let _ = PREVIOUS_FILTER.set(previous);
+    abort_handler_in_front();
+}
+
+/// Puts the handler for `abort()` back in front of one installed after it
+/// (Python's `signal.signal(SIGABRT, ...)`), which becomes the previous
+/// handler it calls. The C runtime can only be asked by setting one.
+pub(crate) fn reinstate_crash_handler() {
+    if ON_CRASH.get().is_some() {
+        abort_handler_in_front();
+    }
+}
+
+fn abort_handler_in_front() {
+    let ours = on_abort as *const () as libc::sighandler_t;
     // SAFETY: `on_abort` is an `extern "C" fn(c_int)`, what the C runtime's
     // `signal` takes, and lives as long as the process.
-    let previous =
-        unsafe { libc::signal(libc::SIGABRT, on_abort as *const () as libc::sighandler_t) };
-    let _ = PREVIOUS_ABORT.set(previous);
+    let previous = unsafe { libc::signal(libc::SIGABRT, ours) };
+    if previous != ours && previous != libc::SIG_ERR as libc::sighandler_t {
+        PREVIOUS_ABORT.store(previous, Ordering::Release);
+    }
 }
 
 fn run_once() {
@@ -242,7 +257,7 @@ unsafe extern "system" fn on_exception(info: *const EXCEPTION_POINTERS) -> i32 {
 
 extern "C" fn on_abort(signal: libc::c_int) {
     run_once();
-    let previous = PREVIOUS_ABORT.get().copied().unwrap_or(libc::SIG_DFL);
+    let previous = PREVIOUS_ABORT.load(Ordering::Acquire);
     // SAFETY: the handler that was there before, put back, and the signal
     // raised again for it (abort() then ends the process as it would have).
     unsafe {
