@@ -12,10 +12,11 @@ import subprocess
 import sys
 import textwrap
 import time
+from pathlib import Path
 
 import pytest
 
-from conftest import popen, python, read_line_within, records
+from conftest import SEGFAULT, popen, python, read_line_within, records
 
 if sys.platform != "win32":
     import pty
@@ -289,3 +290,94 @@ def test_threads_write_whole_lines() -> None:
         assert re.fullmatch(r"\[[0-9T:.Z-]+ INFO  _pylogsink::runtime runtime\.rs:\d+\] line \d{7} of 500\.*", line), line[:120]
     sizes = sorted(len(line) + 1 for line in lines)
     assert sorted(set(sizes)) == [100, 150, 300, 1000, 2000, 4000, 4096]
+
+
+# fd 2 closed when the process starts (a daemon's `2>&-`), then taken by
+# the program's data file: its next open(), before pylogsink's import or
+# after it. Lines from a call and from a native thread outside any call:
+# none may reach the data file. A deliberate dup2 onto fd 2 afterwards is
+# followed.
+CLOSED_FD2 = """
+import os, sys
+path = sys.argv[1]
+{open_before}
+import pylogsink
+{open_after}
+assert data.fileno() == 2, data.fileno()
+pylogsink.runtime.log_lines(200)
+pylogsink.runtime.start_background_logger(200).join()
+data.write("the program's data\\n")
+data.flush()
+failed = pylogsink.runtime.log_stats()["failed_bytes"]
+data.close()
+# Deliberately onto fd 2 now: a pipe to this process's stdout.
+os.dup2(1, 2)
+pylogsink.runtime.log_lines(3)
+print("failed", failed, flush=True)
+"""
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="a closed fd 2 is a missing handle on Windows, and 2>&- is sh's")
+@pytest.mark.parametrize("when", ["open before import", "open after import"])
+def test_fd2_closed_at_start_and_taken_by_a_file_gets_no_lines(when: str, tmp_path: Path) -> None:
+    data = tmp_path / "data.txt"
+    before = when == "open before import"
+    opener = 'data = open(path, "w")'
+    code = CLOSED_FD2.format(open_before=opener if before else "", open_after="" if before else opener)
+    done = run_with_fd2_closed(code, data)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert data.read_text() == "the program's data\n"
+    [failed] = [int(line.split()[1]) for line in done.stdout.splitlines() if line.startswith("failed ")]
+    after = records(done.stdout)
+    # The three lines after the dup2 reached fd 2, now the stdout pipe.
+    assert sum(" of 3." in r for r in after) == 3, done.stdout
+    # The thread's lines outside any call that waited for pylogsink's
+    # Python thread when fd 2 was dup2'ed followed the redirect; the
+    # others, and the call's 200, were counted as failed (80 bytes and
+    # more each).
+    followed = sum(" background line " in r for r in after)
+    assert failed >= (400 - followed) * 80, (failed, followed)
+
+
+def test_plain_python_writes_nothing_to_a_file_that_took_the_closed_fd2(tmp_path: Path) -> None:
+    # What plain Python does there: sys.stderr is None, and logging's last
+    # resort writes nowhere.
+    data = tmp_path / "data.txt"
+    code = textwrap.dedent(
+        """
+        import logging, sys
+        data = open(sys.argv[1], "w")
+        assert data.fileno() == 2 and sys.stderr is None
+        for i in range(400):
+            logging.warning("line %d", i)
+        data.write("the program's data\\n")
+        """
+    )
+    done = run_with_fd2_closed(code, data)
+    assert done.returncode == 0, done.stderr
+    assert data.read_text() == "the program's data\n"
+
+
+def run_with_fd2_closed(code: str, data: Path) -> subprocess.CompletedProcess[str]:
+    """Runs `code` in a fresh interpreter started with fd 2 closed, its
+    argv[1] the path of the data file."""
+    return subprocess.run(
+        ["sh", "-c", 'exec "$0" -c "$1" "$2" 2>&-', sys.executable, textwrap.dedent(code), str(data)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="a closed fd 2 is a missing handle on Windows, and 2>&- is sh's")
+def test_a_crash_writes_no_kept_line_into_a_file_that_took_the_closed_fd2(tmp_path: Path) -> None:
+    data = tmp_path / "data.txt"
+    code = """
+        import contextlib, io, sys, pylogsink
+        data = open(sys.argv[1], "w")
+        with contextlib.redirect_stderr(io.StringIO()):
+            pylogsink.runtime.crash("segv")
+        """
+    done = run_with_fd2_closed(code, data)
+    assert done.returncode == SEGFAULT, done.stdout
+    assert data.read_text() == ""

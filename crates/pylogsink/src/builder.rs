@@ -267,6 +267,7 @@ impl Builder {
             env("TERM").as_deref(),
         ));
         fd::check_terminal();
+        fd::check_stderr();
         fork::install();
         // SAFETY: `Py_IsInitialized` may be called at any time, with or
         // without the GIL.

@@ -308,6 +308,11 @@ pub(crate) fn start_logging(py: Python<'_>) -> PyResult<()> {
 /// one. What waits at the end is written then, and in an IPython shell at
 /// each cell's end.
 pub(crate) fn at_init(py: Python<'_>) {
+    // Python found fd 2 closed when it started (its `sys.__stderr__` is
+    // None): whatever fd 2 is now, the program opened it.
+    if stderr::was_closed_at_start(py) {
+        crate::dest::fd::stderr_was_closed();
+    }
     exit::arm_at_init(py);
     stderr::watch_at_init(py);
     cells::register_at_init(py);

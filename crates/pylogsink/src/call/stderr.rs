@@ -51,6 +51,14 @@ fn sys_names(py: Python<'_>) -> &'static SysNames {
     })
 }
 
+/// Whether Python found fd 2 closed when it started: its `sys.__stderr__`
+/// is None.
+pub(crate) fn was_closed_at_start(py: Python<'_>) -> bool {
+    py.import("sys")
+        .and_then(|sys| sys.getattr("__stderr__"))
+        .is_ok_and(|own| own.is_none())
+}
+
 /// `sys.stderr is sys.__stderr__`. Where a dict watcher on `sys.__dict__`
 /// keeps the answer (CPython 3.12+, abi3 builds included), one load;
 /// else two borrowed dict lookups of interned names: a few nanoseconds,

@@ -20,6 +20,31 @@ pub(crate) fn now_since_epoch() -> Duration {
     )
 }
 
+/// What a descriptor is, as far as its use as a standard stream goes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Descriptor {
+    /// Not open.
+    Closed,
+    /// Open, and closed by `exec`: a standard stream never is (it would
+    /// not have reached the program), while Python's `open()`, its
+    /// sockets and pipes make every descriptor so.
+    CloseOnExec,
+    /// Open, and kept across `exec`, as a standard stream is (`dup2`
+    /// makes it so).
+    Inheritable,
+}
+
+/// What `fd` is. One `fcntl`; async-signal-safe.
+pub(crate) fn descriptor(fd: i32) -> Descriptor {
+    // SAFETY: F_GETFD only reads the descriptor's flags; an invalid `fd`
+    // makes it fail with EBADF.
+    match unsafe { libc::fcntl(fd, libc::F_GETFD) } {
+        flags if flags < 0 => Descriptor::Closed,
+        flags if flags & libc::FD_CLOEXEC != 0 => Descriptor::CloseOnExec,
+        _ => Descriptor::Inheritable,
+    }
+}
+
 /// Sleeps 100 µs. Async-signal-safe (`nanosleep`), for a signal handler
 /// waiting for a lock to come free.
 pub(crate) fn pause_briefly() {

@@ -16,14 +16,16 @@
 #[cfg(unix)]
 mod posix;
 #[cfg(unix)]
-pub(crate) use posix::{hold_for_fork, write_from_signal_handler};
+pub(crate) use posix::{check_stderr, hold_for_fork, stderr_was_closed, write_from_signal_handler};
 #[cfg(unix)]
 use posix::{isatty, write_piece};
 
 #[cfg(windows)]
 mod windows;
 #[cfg(windows)]
-pub(crate) use windows::{hold_for_fork, write_from_signal_handler};
+pub(crate) use windows::{
+    check_stderr, hold_for_fork, stderr_was_closed, write_from_signal_handler,
+};
 #[cfg(windows)]
 use windows::{isatty, write_piece};
 

@@ -12,10 +12,18 @@
 //!   macOS, which has no path, once `fstat` says the piece fits.
 //!
 //! When a piece finds no room, `poll(2)` waits for it until the deadline.
+//!
+//! fd 2 that was closed (a daemon's `2>&-`, or closed since) is the next
+//! descriptor `open()` hands out: the program's data file, a socket.
+//! Plain Python writes nothing there (its `sys.stderr` is `None`). Once fd
+//! 2 was found closed, each piece for it first asks whether fd 2 is a
+//! standard stream again ([`sys::descriptor`]): one that `exec` keeps, as
+//! `dup2` leaves it; Python's `open()`, sockets and pipes are closed by
+//! `exec`. What finds none is counted as failed.
 
-use super::{next_piece, stderr, CRASH_GRACE, FAILED_BYTES, TERMINAL};
+use super::{next_piece, stderr, CRASH_GRACE, FAILED_BYTES, STDERR, TERMINAL};
 use crate::record::{lock, HeldForFork};
-use crate::sys::{self, write_nowait};
+use crate::sys::{self, write_nowait, Descriptor};
 use std::io;
 use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
@@ -26,6 +34,10 @@ use std::time::{Duration, Instant};
 /// is read only once the piece has found no room.
 #[inline]
 pub(super) fn write_piece(fd: RawFd, piece: &[u8], wait: Duration) -> Option<usize> {
+    if refuses_lines(fd) {
+        FAILED_BYTES.fetch_add(piece.len() as u64, Ordering::Relaxed);
+        return Some(piece.len());
+    }
     match try_write(fd, piece) {
         Ok(n) => Some(n),
         Err(blocked) => write_piece_blocked(fd, piece, wait, blocked),
@@ -51,12 +63,42 @@ fn write_piece_blocked(fd: RawFd, piece: &[u8], wait: Duration, first: Blocked) 
             }
             Err(Blocked::Interrupted) => {}
             Err(Blocked::Failed) => {
+                if fd == STDERR && sys::descriptor(fd) == Descriptor::Closed {
+                    stderr_was_closed();
+                }
                 FAILED_BYTES.fetch_add(piece.len() as u64, Ordering::Relaxed);
                 return Some(piece.len());
             }
         }
         tried = try_write(fd, piece);
     }
+}
+
+/// fd 2 was found closed, at init or since (see the module's doc).
+static STDERR_WAS_CLOSED: AtomicBool = AtomicBool::new(false);
+
+/// Notes that fd 2 was found closed, or is no standard stream: from now
+/// on, each piece for it asks what it is.
+pub(crate) fn stderr_was_closed() {
+    STDERR_WAS_CLOSED.store(true, Ordering::Relaxed);
+}
+
+/// Looks at fd 2 at init: closed, or closed by `exec` (a file the program
+/// opened where fd 2 was closed) counts as [`stderr_was_closed`].
+pub(crate) fn check_stderr() {
+    if sys::descriptor(STDERR) != Descriptor::Inheritable {
+        stderr_was_closed();
+    }
+}
+
+/// Whether a piece for `fd` must not be written: fd 2, once found closed,
+/// and no standard stream now. One load while fd 2 was never found
+/// closed; async-signal-safe.
+#[inline(always)]
+fn refuses_lines(fd: RawFd) -> bool {
+    fd == STDERR
+        && STDERR_WAS_CLOSED.load(Ordering::Relaxed)
+        && sys::descriptor(fd) != Descriptor::Inheritable
 }
 
 enum Blocked {
@@ -88,6 +130,9 @@ fn classify(err: io::Error, fd: RawFd) -> Blocked {
 /// the rest wait only until the deadline.
 pub(crate) fn write_from_signal_handler(fd: RawFd, text: &[u8], deadline: Instant) -> bool {
     static STALLED: AtomicBool = AtomicBool::new(false);
+    if refuses_lines(fd) {
+        return false;
+    }
     let mut done = 0;
     while done < text.len() {
         let piece = &text[done..done + next_piece(&text[done..])];
