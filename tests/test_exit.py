@@ -144,3 +144,34 @@ def test_exit_with_a_slow_handler_never_aborts_and_loses_nothing() -> None:
 def test_ctrl_c_at_exit_with_a_slow_handler_keeps_its_status() -> None:
     outcomes = [slow_handler_exit("interrupt") for _ in range(5)]
     assert outcomes == [(INTERRUPTED, 2000)] * 5
+
+
+# A replaced sys.stderr whose write takes 2 s (a stream that sends its text
+# over a network, or waits on a lock): pylogsink's thread is inside that
+# write, with 50 lines of a native thread, when the program ends. The exit
+# gives the thread 1 s; then the lines of the write still under way go to
+# fd 2, so they reach the stream (the write ended meanwhile) or fd 2.
+SLOW_STREAM_EXIT = """
+import os, sys, time, pylogsink
+
+class Slow:
+    def write(self, text):
+        time.sleep(2)
+        os.write(1, text.encode())
+        return len(text)
+
+    def flush(self):
+        pass
+
+sys.stderr = Slow()
+pylogsink.runtime.start_background_logger(50).join()
+time.sleep(0.1)  # pylogsink's thread is in the write now
+"""
+
+
+def test_lines_in_a_slow_stream_write_at_exit_reach_the_stream_or_fd2() -> None:
+    for _ in range(6):
+        done = subprocess.run([sys.executable, "-c", SLOW_STREAM_EXIT], capture_output=True, text=True, timeout=60)
+        assert done.returncode == 0, done.stderr
+        arrived = {r.split("] ")[1] for r in records(done.stdout) + records(done.stderr)}
+        assert arrived == {f"background line {i}" for i in range(50)}, (done.stdout, done.stderr)

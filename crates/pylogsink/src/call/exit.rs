@@ -22,6 +22,7 @@ use super::{live, logging};
 use crate::control::stall::exit_wait;
 use crate::core::fork;
 use crate::core::registry::write_everything;
+use crate::dest::{fd, in_flight};
 use pyo3::prelude::*;
 use pyo3::types::{PyCFunction, PyDict, PyTuple};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -117,13 +118,22 @@ fn register(py: Python<'_>) -> PyResult<()> {
 }
 
 /// Writes what waits, while the interpreter is whole: records for
-/// `logging` first, then the lines logged outside any call for a replaced
-/// `sys.stderr`, then the lines calls still in progress kept, to fd 2 with
-/// the GIL released. Runs once per process at most, or once more when a
-/// worker's finalizers and then its `atexit` functions both run (spawn):
-/// the second time finds nothing.
+/// `logging` first (pylogsink's thread is stopped there, given the exit
+/// budget to end what it does), the text of a write through a Python
+/// stream still under way then (to fd 2: the thread is left behind), then
+/// the lines logged outside any call for a replaced `sys.stderr`, then the
+/// lines calls still in progress kept, to fd 2 with the GIL released.
+/// Runs once per process at most, or once more when a worker's finalizers
+/// and then its `atexit` functions both run (spawn): the second time
+/// finds nothing.
 fn write_what_waits(py: Python<'_>) {
     logging::at_exit(py);
+    let stuck = in_flight::take_over();
+    py.detach(|| {
+        for text in stuck {
+            fd::write_with_room(fd::stderr(), &text, exit_wait());
+        }
+    });
     live::write_outside_lines(py);
     py.detach(|| write_everything(exit_wait()));
 }

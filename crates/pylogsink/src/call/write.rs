@@ -3,6 +3,7 @@
 //! call runs ([`live`](super::live)).
 
 use crate::core::thread::THREAD;
+use crate::dest::in_flight;
 use pyo3::exceptions::PyOverflowError;
 use pyo3::prelude::*;
 use pyo3::types::PyString;
@@ -36,11 +37,13 @@ pub(crate) fn write_through_python(
         Ok(_) => return Written::NoStream,
         Err(err) => return Written::Failed(err),
     };
+    let raw = text;
     let text = match decode_to_str(py, text) {
         Ok(text) => text,
         Err(err) => return Written::Failed(err),
     };
     THREAD.with(|t| t.writing_kept.set(true));
+    let flight = in_flight::start(raw);
     let written = match stderr.call_method1("write", (text,)) {
         Err(err) => Written::Failed(err),
         Ok(_) => match stderr.call_method0("flush") {
@@ -48,6 +51,7 @@ pub(crate) fn write_through_python(
             Err(err) => Written::ButFlushFailed(err),
         },
     };
+    flight.landed();
     THREAD.with(|t| t.writing_kept.set(false));
     written
 }

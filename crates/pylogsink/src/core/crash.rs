@@ -21,6 +21,7 @@ use super::capture::{stop_reading_at_crash, write_rest_at_crash};
 use super::registry::visit_waiting;
 use crate::control::stall_wait;
 use crate::dest::fd::{self, write_from_signal_handler};
+use crate::dest::in_flight;
 use crate::dest::kept::{write_left_out_note, Limit};
 use crate::dest::pending::flight;
 use crate::dest::pending::PendingRecord;
@@ -42,15 +43,6 @@ pub(crate) fn install() {
         *lock(&SCRATCH) = Vec::with_capacity(SCRATCH_BYTES);
         sys::install_crash_handler(write_waiting);
     });
-}
-
-/// Puts the crash handler back in front of a handler installed after it
-/// (the program's `signal.signal`, `faulthandler.enable()`), which would
-/// otherwise end the process without the waiting lines. Called as lines
-/// start to wait (the first since the last take), which is when it
-/// matters: a few system calls then, none while lines go straight out.
-pub(crate) fn stay_in_front() {
-    sys::reinstate_crash_handler();
 }
 
 /// Writes every line and record that waits, each piece waiting for room
@@ -111,6 +103,8 @@ fn write_waiting() {
             pending.records().for_each(|r| record(fd, r));
         },
     );
+    // Text on its way through a Python stream, in no buffer meanwhile.
+    busy += in_flight::visit(&mut |text| write(-1, text));
     // What an output capture had not yet read into lines.
     write_rest_at_crash(&mut |fd, text| write(fd, text));
     if busy + skipped > 0 {

@@ -7,7 +7,6 @@
 //! access: its thread's state says which call it joins and holds the
 //! formatter; the decision itself is [`route`]'s.
 
-use super::crash;
 use super::queue::{self, queue_pending, write_direct};
 use super::shared::Shared;
 use super::stats::EMITTED_ELSEWHERE;
@@ -19,6 +18,7 @@ use crate::dest::route::{route, Route, Sink};
 use crate::record::fields::message_text;
 use crate::record::format::{now_since_epoch, Formatter, Text, SCRATCH_MAX};
 use crate::record::{color, lock, Level, Record};
+use crate::sys;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
@@ -133,7 +133,7 @@ fn keep_for_logging(record: &Record<'_>, now: SystemTime) {
     };
     if let Some(pending) = outside {
         if pending::queue::push(pending) {
-            crash::stay_in_front();
+            sys::reinstate_crash_handler();
         }
     }
 }

@@ -22,7 +22,7 @@ use super::shared::hold_for_fork as hold_call;
 use super::thread::THREAD;
 use super::{capture, queue, registry};
 use crate::control::{filter, pylevels};
-use crate::dest::{fd, pending};
+use crate::dest::{fd, in_flight, pending};
 use crate::record::HeldForFork;
 use crate::sys;
 use std::cell::RefCell;
@@ -61,6 +61,7 @@ extern "C" fn prepare() {
         held.push(queue::hold_for_fork());
         held.extend(pending::queue::hold_for_fork());
         held.push(pending::flight::hold_for_fork());
+        held.push(in_flight::hold_for_fork());
         held.extend(filter::hold_for_fork());
         held.push(pylevels::hold_for_fork());
         held.push(fd::hold_for_fork());

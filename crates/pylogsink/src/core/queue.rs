@@ -98,7 +98,7 @@ fn queue() -> MutexGuard<'static, Kept> {
 pub(crate) fn queue_push(record: &[u8], is_rest: bool) {
     queue().push_record(record, is_rest);
     if !QUEUE_PENDING.swap(true, Ordering::AcqRel) {
-        super::crash::stay_in_front();
+        crate::sys::reinstate_crash_handler();
     }
 }
 

@@ -6,13 +6,13 @@
 //! state lives here, behind an `Arc` and locks, apart from what only the
 //! thread itself touches ([`thread`](super::thread)).
 
-use super::crash;
 use super::errors::Errors;
 use super::queue::{queue_push, write_buffer};
 use super::stats::PerLevel;
 use crate::dest::pending::{self, Pending, PendingRecord};
 use crate::dest::{patience, Kept, Sink};
 use crate::record::{lock, HeldForFork};
+use crate::sys;
 use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU64, AtomicU8, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -164,7 +164,7 @@ impl Shared {
         kept.push_record(record, is_rest);
         if !self.kept_any.load(Ordering::Relaxed) {
             self.kept_any.store(true, Ordering::Relaxed);
-            crash::stay_in_front();
+            sys::reinstate_crash_handler();
             if self.sink() == Sink::Replaced {
                 // The first line since the last take, for a replaced
                 // `sys.stderr`: a live delivery may write it before the
@@ -195,7 +195,7 @@ impl Shared {
         pending.push(record);
         if !self.pending_any.load(Ordering::Relaxed) {
             self.pending_any.store(true, Ordering::Relaxed);
-            crash::stay_in_front();
+            sys::reinstate_crash_handler();
             // The first record since the last take: a live delivery may
             // hand it over before the call returns.
             pending::queue::wake_for_calls();

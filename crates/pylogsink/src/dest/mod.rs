@@ -12,6 +12,7 @@ pub(crate) mod budget;
 pub(crate) mod capture;
 pub(crate) mod dropped;
 pub(crate) mod fd;
+pub(crate) mod in_flight;
 pub(crate) mod kept;
 pub(crate) mod patience;
 pub(crate) mod pending;

@@ -69,7 +69,9 @@ pub(crate) fn install_crash_handler(on_crash: fn()) {
 }
 
 /// Puts the handler back in front of any handler installed since it was
-/// (see the module's doc). A few system calls; nothing if it was never
+/// (see the module's doc). Called as lines start to wait (the first since
+/// the last were taken), which is when it matters: a few system calls
+/// then, none while lines go straight out; nothing if it was never
 /// installed.
 pub(crate) fn reinstate_crash_handler() {
     if ON_CRASH.get().is_some() {
