@@ -991,3 +991,112 @@ def test_a_slow_python_stream_that_keeps_taking_loses_nothing() -> None:
     delivered, left_out = map(int, done.stdout.split())
     assert delivered + left_out == 60_000
     assert left_out <= (1 << 20) // 100, left_out
+
+
+# A stream that copies what it is given to the process's own stdout (a tee,
+# as pytest's --capture=tee-sys makes; a copy with more around each line,
+# as a logging tee's formatter makes). The copy goes to fd 1, which the
+# capture points at its pipe: without care it is captured and given to the
+# stream again, and again (one line came back 100 times a second).
+TEE = """
+import os, sys, time, pylogsink
+
+class Tee:
+    def __init__(self, prefix):
+        self.prefix = prefix
+        self.got = []
+
+    def write(self, text):
+        self.got.append(text)
+        sys.__stdout__.write("".join(self.prefix + line for line in text.splitlines(True)))
+        return len(text)
+
+    def flush(self):
+        pass
+
+tee = Tee(sys.argv[1])
+sys.stdout = tee
+with pylogsink.capture_output():
+    os.write(1, b"one C line\\n")
+    time.sleep(1)
+sys.stdout = sys.__stdout__
+print("tee got", "".join(tee.got).count("one C line"), file=sys.__stderr__)
+"""
+
+
+@pytest.mark.parametrize("prefix", ["", "copy: "], ids=["same text", "more around it"])
+def test_a_stream_that_copies_to_the_captured_stdout_gets_a_line_once(prefix: str) -> None:
+    done = subprocess.run([sys.executable, "-c", TEE, prefix], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert done.stderr.split()[-3:] == ["tee", "got", "1"], done.stderr
+    assert done.stdout == prefix + "one C line\n"
+
+
+TEE_SYS_TEST = """
+import os, time
+import pylogsink
+
+def test_native_line():
+    with pylogsink.capture_output():
+        os.write(1, b"one C line\\n")
+        time.sleep(1)
+    assert False, "the report shows what was captured"
+"""
+
+
+def test_pytest_tee_sys_shows_a_captured_line_once_in_the_report_and_once_on_stdout(tmp_path: Path) -> None:
+    (tmp_path / "test_tee.py").write_text(TEE_SYS_TEST)
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", "--capture=tee-sys", "-p", "no:cacheprovider", "-q", "test_tee.py"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert "1 failed" in done.stdout, done.stdout
+    # One on the terminal (the tee), one in the report's captured stdout.
+    assert done.stdout.splitlines().count("one C line") == 2, done.stdout
+
+
+# A stream that forwards everything to the process's own stdout, and a
+# process killed with SIGKILL once it has written 50,000 lines: every line
+# reached the real stdout (the forwarding loop kept them all going round
+# the pipe before, and the kill lost every one). Plain Python beside it.
+FORWARD_THEN_KILLED = """
+import contextlib, os, sys, time, pylogsink
+
+class Forward:
+    def write(self, text):
+        return sys.__stdout__.write(text)
+
+    def flush(self):
+        sys.__stdout__.flush()
+
+sys.stdout = Forward()
+with pylogsink.capture_output() if sys.argv[1] == "capture" else contextlib.nullcontext():
+    for i in range(50_000):
+        os.write(1, b"line %d\\n" % i)
+    sys.__stderr__.write("WROTE\\n")
+    sys.__stderr__.flush()
+    time.sleep(60)
+"""
+
+
+@pytest.mark.parametrize("how", ["capture", "plain"])
+def test_a_forwarding_stream_killed_after_its_lines_keeps_them_all(how: str) -> None:
+    child = subprocess.Popen(
+        [sys.executable, "-c", FORWARD_THEN_KILLED, how], stdout=subprocess.PIPE, stderr=subprocess.PIPE
+    )
+    got: list[bytes] = []
+    assert child.stdout is not None and child.stderr is not None
+    reader = threading.Thread(target=lambda: got.append(child.stdout.read()))  # type: ignore[union-attr]
+    reader.start()
+    try:
+        assert child.stderr.readline() == b"WROTE\n"
+        time.sleep(0.5)  # more than the 100 ms that may be in flight
+    finally:
+        child.kill()
+        child.wait()
+        reader.join(30)
+    lines = b"".join(got).splitlines()
+    assert lines == [b"line %d" % i for i in range(50_000)]

@@ -8,6 +8,7 @@
 //! thread while the capture runs, and the thread that ends it. The streams
 //! are kept here until then.
 
+use super::echo;
 use super::write::{write_through_python, Written};
 use crate::control::stall_wait;
 use crate::core::capture::{self, STDERR, STDOUT};
@@ -216,6 +217,7 @@ pub(crate) fn start_into(py: Python<'_>, into: [LinesTo<'_>; 2]) -> PyResult<boo
     if fresh {
         let before = std::mem::replace(&mut *lock(&STREAMS), streams);
         drop(before);
+        echo::forget();
     }
     match py.detach(|| capture::start(routes)) {
         Ok(begun) => Ok(begun),
@@ -248,6 +250,7 @@ pub(crate) fn stop(py: Python<'_>) -> PyResult<()> {
     if ended {
         let before = std::mem::take(&mut *lock(&STREAMS));
         drop(before);
+        echo::forget();
     }
     Ok(())
 }

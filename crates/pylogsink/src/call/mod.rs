@@ -10,6 +10,7 @@ mod capi;
 pub(crate) mod capture;
 mod cells;
 mod daemon;
+mod echo;
 mod errors;
 mod exit;
 mod interrupt;

@@ -2,6 +2,7 @@
 //! capsys, `redirect_stderr`, Jupyter): at a call's return, and while a
 //! call runs ([`live`](super::live)).
 
+use super::echo;
 use crate::core::thread::THREAD;
 use crate::dest::in_flight;
 use pyo3::exceptions::PyOverflowError;
@@ -37,20 +38,22 @@ pub(crate) fn write_through_python(
         Ok(_) => return Written::NoStream,
         Err(err) => return Written::Failed(err),
     };
-    let raw = text;
-    let text = match decode_to_str(py, text) {
-        Ok(text) => text,
-        Err(err) => return Written::Failed(err),
-    };
     THREAD.with(|t| t.writing_kept.set(true));
-    let flight = in_flight::start(raw);
-    let written = match stderr.call_method1("write", (text,)) {
-        Err(err) => Written::Failed(err),
-        Ok(_) => match stderr.call_method0("flush") {
-            Ok(_) => Written::All,
-            Err(err) => Written::ButFlushFailed(err),
-        },
+    let flight = in_flight::start(text);
+    let write = |piece: &[u8]| {
+        let piece = match decode_to_str(py, piece) {
+            Ok(piece) => piece,
+            Err(err) => return Written::Failed(err),
+        };
+        match stderr.call_method1("write", (piece,)) {
+            Err(err) => Written::Failed(err),
+            Ok(_) => match stderr.call_method0("flush") {
+                Ok(_) => Written::All,
+                Err(err) => Written::ButFlushFailed(err),
+            },
+        }
     };
+    let written = echo::write(py, &stderr, text, write, |w| matches!(w, Written::All));
     flight.landed();
     THREAD.with(|t| t.writing_kept.set(false));
     written

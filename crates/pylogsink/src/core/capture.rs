@@ -265,6 +265,74 @@ fn restore(stream: &Stream) {
     }
 }
 
+// A stream that copies what it is given to the process's own stdout or
+// stderr (pytest's `--capture=tee-sys`, a logging tee) writes that copy to
+// fd 1 or fd 2, into the capture's pipe: the copy would be captured and
+// given to the stream again, for ever. The copy of a write through Python
+// is found among the lines that came into the pipes meanwhile
+// ([`take_echo`]) and written to the original descriptor instead
+// (`call::echo` decides which writes are looked at).
+
+/// How far the lines waiting for Python in one stream went when a write
+/// through Python began: what comes after may be that write's copy.
+#[derive(Clone, Copy)]
+pub(crate) struct Mark {
+    len: usize,
+    left_out: (u64, u64),
+}
+
+/// The [`Mark`] of each stream whose lines go to Python.
+pub(crate) fn echo_marks() -> [Option<Mark>; 2] {
+    [STDOUT, STDERR].map(|index| {
+        to_python(index).then(|| {
+            let waiting = lock(&STREAMS[index].waiting);
+            Mark {
+                len: waiting.kept.len_bytes(),
+                left_out: waiting.kept.left_out(),
+            }
+        })
+    })
+}
+
+/// Whether `line` is among the newest lines waiting for Python in either
+/// stream: a line that native code writes again and again, whose copy
+/// could not be told from the next one.
+pub(crate) fn waiting_holds(line: &[u8]) -> bool {
+    [STDOUT, STDERR]
+        .into_iter()
+        .any(|index| to_python(index) && lock(&STREAMS[index].waiting).kept.holds_line(line, 256))
+}
+
+/// After a write of `text` through Python began at `marks`: reads the
+/// pipes, and takes the first copy of `text` that came back into either
+/// (its lines, each perhaps with more around it: [`Kept::remove_copy`])
+/// out of the lines for Python, writing it to that descriptor's original
+/// instead. True if a copy came back.
+pub(crate) fn take_echo(marks: [Option<Mark>; 2], text: &[u8]) -> bool {
+    let mut found = false;
+    for (index, mark) in [STDOUT, STDERR].into_iter().zip(marks) {
+        let Some(mark) = mark else { continue };
+        let _ = catch_up(index, &mut None);
+        let stream = &STREAMS[index];
+        let copy = {
+            let mut waiting = lock(&stream.waiting);
+            let kept = &mut waiting.kept;
+            // Lines left out since the mark: where it was is not known.
+            if kept.left_out() == mark.left_out {
+                kept.remove_copy(mark.len, text)
+            } else {
+                None
+            }
+        };
+        if let Some(copy) = copy {
+            let saved = stream.saved.load(Ordering::Relaxed);
+            fd::write_with_room(saved, &copy, stall_wait());
+            found = true;
+        }
+    }
+    found
+}
+
 /// How [`end`] lets a pipe go.
 #[derive(Clone, Copy, PartialEq)]
 enum Ending {

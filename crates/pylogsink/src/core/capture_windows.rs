@@ -70,6 +70,25 @@ pub(crate) fn to_python(_index: usize) -> bool {
     false
 }
 
+/// Where the lines for Python stood when a write began: no capture, none.
+#[derive(Clone, Copy)]
+pub(crate) struct Mark;
+
+/// No capture: no lines go to Python.
+pub(crate) fn echo_marks() -> [Option<Mark>; 2] {
+    [None, None]
+}
+
+/// No capture: nothing waits.
+pub(crate) fn waiting_holds(_line: &[u8]) -> bool {
+    false
+}
+
+/// No capture: nothing comes back.
+pub(crate) fn take_echo(_marks: [Option<Mark>; 2], _text: &[u8]) -> bool {
+    false
+}
+
 /// Nothing to catch up on.
 pub(crate) fn catch_up(_index: usize, _left: &mut Option<usize>) -> bool {
     true

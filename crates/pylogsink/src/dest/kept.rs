@@ -298,6 +298,64 @@ impl Kept {
         taken
     }
 
+    /// Removes the first run of whole lines, starting at or after byte
+    /// `from` of the kept lines, that is a copy of `text`'s lines: as many
+    /// lines, each holding the line of `text` in its place (a copy may
+    /// add to each line, as a formatter does). Returns what it removed.
+    /// For a copy of lines that came back (see
+    /// [`crate::core::capture::take_echo`]); `text` with no line of
+    /// content has no copy.
+    #[cfg_attr(windows, allow(dead_code))] // the output capture's
+    pub(crate) fn remove_copy(&mut self, from: usize, text: &[u8]) -> Option<Vec<u8>> {
+        let wanted: Vec<&[u8]> = text
+            .split_inclusive(|&b| b == b'\n')
+            .map(|line| line.strip_suffix(b"\n").unwrap_or(line))
+            .collect();
+        if wanted.iter().all(|line| line.is_empty()) {
+            return None;
+        }
+        let kept = &self.data[self.head..];
+        let mut spans = Vec::with_capacity(self.lines.len());
+        let mut at = 0;
+        for &(len, _) in &self.lines {
+            spans.push(at..at + len);
+            at += len;
+        }
+        let holds = |span: &std::ops::Range<usize>, line: &[u8]| {
+            let have = &kept[span.clone()];
+            line.is_empty() || have.windows(line.len()).any(|w| w == line)
+        };
+        let first = (0..spans.len()).find(|&first| {
+            spans[first].start >= from
+                && first + wanted.len() <= spans.len()
+                && wanted
+                    .iter()
+                    .enumerate()
+                    .all(|(i, line)| holds(&spans[first + i], line))
+        })?;
+        let last = first + wanted.len();
+        let (start, end) = (spans[first].start, spans[last - 1].end);
+        let copy = self
+            .data
+            .drain(self.head + start..self.head + end)
+            .collect();
+        self.lines.drain(first..last);
+        Some(copy)
+    }
+
+    /// Whether one of the newest `newest` lines is `line` (its newline
+    /// included or not).
+    #[cfg_attr(windows, allow(dead_code))] // the output capture's
+    pub(crate) fn holds_line(&self, line: &[u8], newest: usize) -> bool {
+        let line = line.strip_suffix(b"\n").unwrap_or(line);
+        let mut end = self.data.len();
+        self.lines.iter().rev().take(newest).any(|&(len, _)| {
+            let have = &self.data[end - len..end];
+            end -= len;
+            have.strip_suffix(b"\n").unwrap_or(have) == line
+        })
+    }
+
     /// Empties the buffer, keeping its allocation for the next lines.
     fn clear(&mut self) {
         self.data.clear();
@@ -390,6 +448,46 @@ mod tests {
         l.resize(width - 1, b'x');
         l.push(b'\n');
         l
+    }
+
+    #[test]
+    fn a_copy_is_removed_once_whole_lines_and_after_the_mark_only() {
+        let mut k = Kept::with_cap(1000);
+        for text in ["a\n", "b\n", "a\n", "b\n", "c\n"] {
+            k.push(text.as_bytes());
+        }
+        // Not there, or with no line of content.
+        assert_eq!(k.remove_copy(0, b"d\n"), None);
+        assert_eq!(k.remove_copy(0, b"b\na\nc\n"), None);
+        assert_eq!(k.remove_copy(0, b"\n\n"), None);
+        // The first copy after the mark (byte 2: line "b") goes.
+        assert_eq!(k.remove_copy(2, b"a\nb\n"), Some(b"a\nb\n".to_vec()));
+        assert_eq!(k.lines_bytes(), b"a\nb\nc\n");
+        let t = k.take();
+        assert_eq!((t.text.as_slice(), t.lines), (&b"a\nb\nc\n"[..], 3));
+    }
+
+    #[test]
+    fn holds_line_looks_at_the_newest_lines_only() {
+        let mut k = Kept::with_cap(1000);
+        for text in ["old\n", "a\n", "b\n"] {
+            k.push(text.as_bytes());
+        }
+        assert!(k.holds_line(b"a\n", 2) && k.holds_line(b"b", 2));
+        assert!(!k.holds_line(b"old\n", 2) && k.holds_line(b"old\n", 3));
+        assert!(!k.holds_line(b"c\n", 3));
+    }
+
+    #[test]
+    fn a_copy_may_add_to_each_line() {
+        let mut k = Kept::with_cap(1000);
+        for text in ["native\n", "copy: one\n", "copy: two\n", "native\n"] {
+            k.push(text.as_bytes());
+        }
+        let copy = k.remove_copy(0, b"one\ntwo\n");
+        assert_eq!(copy.as_deref(), Some(&b"copy: one\ncopy: two\n"[..]));
+        assert_eq!(k.lines_bytes(), b"native\nnative\n");
+        assert_eq!(k.lines.len(), 2);
     }
 
     #[test]

@@ -95,12 +95,17 @@ pub(crate) fn failed_bytes() -> u64 {
 /// [`PIPE_BUF`], else up to the last line end within [`PIPE_BUF`] bytes,
 /// else (a line longer than that) [`PIPE_BUF`] bytes.
 pub(crate) fn next_piece(text: &[u8]) -> usize {
-    if text.len() <= PIPE_BUF {
+    next_piece_within(text, PIPE_BUF)
+}
+
+/// [`next_piece`] of at most `most` bytes.
+pub(crate) fn next_piece_within(text: &[u8], most: usize) -> usize {
+    if text.len() <= most {
         return text.len();
     }
-    match text[..PIPE_BUF].iter().rposition(|&b| b == b'\n') {
+    match text[..most].iter().rposition(|&b| b == b'\n') {
         Some(end) => end + 1,
-        None => PIPE_BUF,
+        None => most,
     }
 }
 
