@@ -29,7 +29,8 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 /// `PYLOGSINK_LOG`); `default_filter` applies when it is unset (NULL:
 /// `"warn"`). Returns 0, or -1 with a Python exception set: ValueError for
 /// a bad default filter or an argument that is not UTF-8, RuntimeError
-/// when another logger was installed for Rust's `log` crate.
+/// when another logger was installed for Rust's `log` crate, ImportError
+/// in a subinterpreter (pylogsink runs in the main interpreter only).
 ///
 /// # Safety
 ///
@@ -43,6 +44,12 @@ pub unsafe extern "C" fn pylogsink_init(
     // SAFETY: the header's contract: the caller holds the GIL.
     let py = unsafe { Python::assume_attached() };
     with_python_errors(py, || {
+        // Asked here, with the caller's GIL: in a subinterpreter, the
+        // builder's own check would take the GIL through PyGILState_Ensure,
+        // which knows only the main interpreter's thread state.
+        if !pylogsink::__private_api::in_main_interpreter(py) {
+            return Err(pylogsink::InitError::Subinterpreter.into());
+        }
         let mut builder = pylogsink::Builder::new();
         // SAFETY: each pointer is NULL or a NUL-terminated string, which
         // the caller guarantees and which outlives this call.
@@ -55,7 +62,7 @@ pub unsafe extern "C" fn pylogsink_init(
         }
         builder.init().map_err(|err| match err {
             pylogsink::InitError::Filter(err) => PyValueError::new_err(err.to_string()),
-            other => PyRuntimeError::new_err(other.to_string()),
+            other => other.into(),
         })
     })
 }

@@ -32,9 +32,8 @@ fn _pylogsink(m: &Bound<'_, PyModule>) -> PyResult<()> {
         };
         builder = builder.logging_budget(records, bytes);
     }
-    builder
-        .init()
-        .map_err(|e| PyRuntimeError::new_err(e.to_string()))?;
+    // In a subinterpreter: an ImportError that says why.
+    builder.init()?;
     pylogsink::python::add_functions(m)?;
     pylogsink::python::add_capture_functions(m)?;
     runtime::register(m)

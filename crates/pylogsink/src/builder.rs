@@ -220,7 +220,10 @@ impl Builder {
     /// the settings in force again. If another logger is installed for
     /// `log`, it returns [`InitError::OtherLogger`] and changes nothing;
     /// if another global subscriber is set for `tracing`,
-    /// [`InitError::OtherSubscriber`], and changes nothing.
+    /// [`InitError::OtherSubscriber`], and changes nothing. Called from a
+    /// subinterpreter (a module imported there), it returns
+    /// [`InitError::Subinterpreter`] and changes nothing: pylogsink runs in
+    /// the main interpreter only.
     ///
     /// ```
     /// // A bad default is refused before anything is installed.
@@ -228,6 +231,7 @@ impl Builder {
     /// assert!(matches!(err, pylogsink::InitError::Filter(_)));
     /// ```
     pub fn init(self) -> Result<(), InitError> {
+        main_interpreter_only()?;
         let default = filter::parse_strict(&self.default_filter).map_err(InitError::Filter)?;
         #[cfg(feature = "tracing")]
         if self.tracing_subscriber && crate::front::tracing::other_subscriber() {
@@ -292,11 +296,25 @@ impl Builder {
     }
 }
 
+/// [`InitError::Subinterpreter`] when Python runs and the calling thread is
+/// in a subinterpreter: checked before anything is installed.
+fn main_interpreter_only() -> Result<(), InitError> {
+    // SAFETY: `Py_IsInitialized` may be called at any time, with or
+    // without the GIL.
+    if unsafe { pyo3::ffi::Py_IsInitialized() } == 0
+        || pyo3::Python::attach(crate::call::in_main_interpreter)
+    {
+        Ok(())
+    } else {
+        Err(InitError::Subinterpreter)
+    }
+}
+
 /// Sets pylogsink up with the defaults: `Builder::new().init()`.
 ///
 /// ```no_run
 /// // In the function that `#[pymodule]` marks:
-/// pylogsink::init().map_err(|e| pyo3::exceptions::PyRuntimeError::new_err(e.to_string()))?;
+/// pylogsink::init()?;
 /// # Ok::<(), pyo3::PyErr>(())
 /// ```
 pub fn init() -> Result<(), InitError> {
@@ -320,6 +338,9 @@ pub enum InitError {
     /// With the `tracing` feature: another global default subscriber was
     /// set for `tracing` before.
     OtherSubscriber,
+    /// Called from a subinterpreter: pylogsink runs in the main interpreter
+    /// only, which its Python thread and objects belong to.
+    Subinterpreter,
 }
 
 impl fmt::Display for InitError {
@@ -335,6 +356,10 @@ impl fmt::Display for InitError {
                  pylogsink must be the one that sets it (or add pylogsink::tracing::layer() \
                  to that subscriber and build pylogsink without its `tracing` feature)",
             ),
+            InitError::Subinterpreter => f.write_str(
+                "pylogsink runs in the main interpreter only: a subinterpreter cannot host \
+                 its Python thread; import this extension in the main interpreter",
+            ),
         }
     }
 }
@@ -342,8 +367,30 @@ impl fmt::Display for InitError {
 impl std::error::Error for InitError {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         match self {
-            InitError::OtherLogger | InitError::OtherSubscriber => None,
+            InitError::OtherLogger | InitError::OtherSubscriber | InitError::Subinterpreter => None,
             InitError::Filter(err) => Some(err),
+        }
+    }
+}
+
+/// The exception a module's initializer raises, so that `init()?` works in
+/// a `#[pymodule]`: ImportError for [`InitError::Subinterpreter`] (the
+/// import is what fails), RuntimeError for the others.
+///
+/// ```no_run
+/// use pyo3::prelude::*;
+///
+/// #[pymodule]
+/// fn my_runtime(m: &Bound<'_, PyModule>) -> PyResult<()> {
+///     pylogsink::init()?;
+///     pylogsink::python::add_functions(m)
+/// }
+/// ```
+impl From<InitError> for pyo3::PyErr {
+    fn from(err: InitError) -> pyo3::PyErr {
+        match err {
+            InitError::Subinterpreter => pyo3::exceptions::PyImportError::new_err(err.to_string()),
+            other => pyo3::exceptions::PyRuntimeError::new_err(other.to_string()),
         }
     }
 }

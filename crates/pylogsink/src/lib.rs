@@ -24,8 +24,7 @@
 //!     pylogsink::Builder::new()
 //!         .env("MY_RUNTIME_LOG")
 //!         .default_filter("warn")
-//!         .init()
-//!         .map_err(|e| pyo3::exceptions::PyRuntimeError::new_err(e.to_string()))?;
+//!         .init()?;
 //!     pylogsink::python::add_functions(m)?;
 //!     m.add_function(wrap_pyfunction!(load, m)?)
 //! }
@@ -109,8 +108,7 @@
 //!         .env("MY_RUNTIME_LOG")
 //!         .destination(pylogsink::Destination::Logging)
 //!         .logger_prefix("my_runtime") // loggers "my_runtime.ureq.stream", ...
-//!         .init()
-//!         .map_err(|e| pyo3::exceptions::PyRuntimeError::new_err(e.to_string()))?;
+//!         .init()?;
 //!     // Optional: set_log_filter, set_log_destination and log_stats, for
 //!     // the users.
 //!     pylogsink::python::add_functions(m)
@@ -208,7 +206,7 @@ pub use record::level::Level;
 /// at `sys.stderr`. It may change in any release.
 #[doc(hidden)]
 pub mod __private_api {
-    pub use crate::call::{fork_leftovers, set_context, stderr_check};
+    pub use crate::call::{fork_leftovers, in_main_interpreter, set_context, stderr_check};
     pub use crate::record::escape::{decode_backslashreplace, escape_into};
     pub use crate::record::fields::{FieldValue, Fields};
     pub use crate::record::format::{format_record, now_since_epoch, Formatter, Text};

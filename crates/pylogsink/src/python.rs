@@ -22,7 +22,7 @@ use pyo3::types::PyDict;
 ///
 /// #[pymodule]
 /// fn my_runtime(m: &Bound<'_, PyModule>) -> PyResult<()> {
-///     pylogsink::init().map_err(|e| pyo3::exceptions::PyRuntimeError::new_err(e.to_string()))?;
+///     pylogsink::init()?;
 ///     pylogsink::python::add_functions(m)
 /// }
 /// ```

@@ -61,7 +61,8 @@ extern "C" {
    Calling it again reads the variable again.
    GIL held. Returns 0, or -1 with a Python exception set: ValueError for a
    bad default_filter, RuntimeError if something else installed itself as
-   the logger of Rust's log crate in this library. */
+   the logger of Rust's log crate in this library, ImportError in a
+   subinterpreter (pylogsink runs in the main interpreter only). */
 int pylogsink_init(const char *env_var, const char *default_filter);
 
 /* Adds set_log_filter(spec), log_filter(), set_log_destination(name),

@@ -610,8 +610,7 @@ fn _testext(m: &Bound<'_, PyModule>) -> PyResult<()> {
             .default_filter("warn")
             .destination(destination)
             .logger_prefix(&std::env::var("PYLOGSINK_TESTEXT_PREFIX").unwrap_or_default())
-            .init()
-            .map_err(|e| PyRuntimeError::new_err(e.to_string()))?;
+            .init()?;
         if destination == pylogsink::Destination::Logging {
             // A record logged outside any call, before Python has a logger.
             log::info!(target: "testext::init", "imported");

@@ -13,6 +13,7 @@ mod daemon;
 mod echo;
 mod errors;
 mod exit;
+mod interpreter;
 mod interrupt;
 mod live;
 pub(crate) mod logging;
@@ -21,6 +22,7 @@ mod write;
 
 pub use at_fork::leftovers as fork_leftovers;
 pub use errors::error;
+pub use interpreter::in_main_interpreter;
 pub use stderr::stderr_check;
 
 use crate::control::{stall_wait, to_logging};
