@@ -21,6 +21,10 @@
 //! alone either way, and `tests/test_dist.py` checks that it links against
 //! glibc 2.28. It runs again only when the sources it is built from change,
 //! or when its outputs are gone.
+//!
+//! It also compiles `src/ffmpeg_callback.c` into the extension (Linux and
+//! macOS): FFmpeg's log callback for `pylogsink.ffmpeg`, in C because it
+//! takes a va_list.
 use std::env;
 use std::ffi::OsString;
 use std::fs;
@@ -48,6 +52,7 @@ fn main() {
     ] {
         println!("cargo:rerun-if-changed={input}");
     }
+    println!("cargo:rerun-if-changed=src/ffmpeg_callback.c");
     println!("cargo:rerun-if-env-changed=RUSTFLAGS");
     println!("cargo:rerun-if-env-changed=PYLOGSINK_CHECK_ONLY");
     // `cargo check` and `clippy` for another platform (make lint) need no
@@ -58,6 +63,16 @@ fn main() {
     }
 
     let target = env::var("TARGET").expect("TARGET");
+    if matches!(
+        env::var("CARGO_CFG_TARGET_OS").as_deref(),
+        Ok("linux" | "macos")
+    ) {
+        cc::Build::new()
+            .file("src/ffmpeg_callback.c")
+            .std("c11")
+            .warnings_into_errors(true)
+            .compile("pylogsink_ffmpeg_callback");
+    }
     let out_dir = PathBuf::from(env::var_os("OUT_DIR").expect("OUT_DIR"));
     let target_dir = outer_target_dir(&out_dir).join("pylogsink-c");
     let cargo = env::var_os("CARGO").unwrap_or_else(|| OsString::from("cargo"));

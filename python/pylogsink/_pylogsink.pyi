@@ -171,3 +171,11 @@ def log_stats() -> dict[str, int]:
 
 def set_stall_wait(seconds: float) -> None:
     """How long a line waits for room on fd 2 before it is kept or queued."""
+
+def _ffmpeg_install() -> list[str]:
+    """pylogsink.ffmpeg.install's native part: pylogsink's callback into
+    each loaded libavutil; their paths. RuntimeError when none is loaded."""
+
+def _ffmpeg_uninstall() -> list[str]:
+    """pylogsink.ffmpeg.uninstall's native part: FFmpeg's default callback
+    back into each loaded libavutil; their paths."""

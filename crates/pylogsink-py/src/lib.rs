@@ -3,6 +3,7 @@
 //! sink, so that every scenario pylogsink exists for can be run for real.
 #![warn(missing_docs)]
 
+mod ffmpeg;
 mod naive;
 mod runtime;
 
@@ -36,5 +37,6 @@ fn _pylogsink(m: &Bound<'_, PyModule>) -> PyResult<()> {
     builder.init()?;
     pylogsink::python::add_functions(m)?;
     pylogsink::python::add_capture_functions(m)?;
+    ffmpeg::register(m)?;
     runtime::register(m)
 }
