@@ -1,0 +1,203 @@
+"""pylogsink.ffmpeg: FFmpeg's lines through pylogsink for PyAV, with no C
+compiler.
+
+PyAV's own log callback takes the GIL on every line; PyAV closes a decoder
+with the GIL held and waits for its frame threads, one of which waits for
+the GIL in the callback. Each scenario decodes a small video PyAV made
+(tmp_path), in a child process with a timeout: 50 times, open, 4 frame
+threads, 5 frames, close.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+av = pytest.importorskip("av", reason="PyAV (av) has no wheel for this CPython here, or is not installed")
+
+if sys.platform == "win32":
+    pytest.skip("pylogsink.ffmpeg works on Linux and macOS only", allow_module_level=True)
+
+# 30 frames of noise, 320x240, mpeg4: enough for 4 frame threads to be busy.
+MAKE_VIDEO = """
+import random, sys, av
+with av.open(sys.argv[1], "w") as out:
+    stream = out.add_stream("mpeg4", rate=30)
+    stream.width, stream.height, stream.pix_fmt = 320, 240, "yuv420p"
+    for i in range(30):
+        frame = av.VideoFrame(320, 240, "yuv420p")
+        for plane in frame.planes:
+            plane.update(random.Random(i).randbytes(plane.buffer_size))
+        out.mux(stream.encode(frame))
+    out.mux(stream.encode())
+"""
+
+# The early-close loop, and what the child ends with (the video is argv[1]).
+DECODE = """
+import json, logging, sys, time, av
+
+def decode(times=50, close=True):
+    for _ in range(times):
+        container = av.open(sys.argv[1])
+        stream = container.streams.video[0]
+        stream.thread_type = "FRAME"
+        stream.thread_count = 4
+        stream.codec_context.options = {"debug": "pict"}
+        for i, frame in enumerate(container.decode(stream)):
+            if i == 4:
+                break
+        if close:
+            container.close()
+    return container
+"""
+
+# Counts the records logging gets from FFmpeg, by logger.
+COUNT = """
+class Count(logging.Handler):
+    names = {}
+    def emit(self, record):
+        Count.names[record.name] = Count.names.get(record.name, 0) + 1
+logging.getLogger().addHandler(Count())
+logging.getLogger().setLevel(logging.DEBUG)
+
+def wait_for_records():
+    deadline = time.monotonic() + 10
+    while not Count.names and time.monotonic() < deadline:
+        time.sleep(0.01)
+"""
+
+INSTALLED_TO_LOGGING = (
+    DECODE
+    + COUNT
+    + """
+import pylogsink.ffmpeg
+av.logging.set_level(av.logging.DEBUG)
+paths = pylogsink.ffmpeg.install()
+pylogsink.ffmpeg.set_log_destination("logging")
+pylogsink.ffmpeg.set_log_filter("ffmpeg=debug")
+decode()
+wait_for_records()
+print(json.dumps({"paths": paths, "names": Count.names}))
+"""
+)
+
+
+@pytest.fixture(scope="module")
+def video(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.mktemp("ffmpeg") / "noise.mp4"
+    done = subprocess.run([sys.executable, "-c", MAKE_VIDEO, str(path)], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    return path
+
+
+def run(code: str, video: Path, timeout: float = 60) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(code), str(video)], capture_output=True, text=True, timeout=timeout
+    )
+
+
+def result(done: subprocess.CompletedProcess[str]) -> dict:
+    assert done.returncode == 0, done.stderr[-2000:]
+    return json.loads(done.stdout.splitlines()[-1])
+
+
+@pytest.mark.naive
+def test_pyav_callback_hangs_closing_a_decoder_early(video: Path) -> None:
+    # The negative control: PyAV's own callback, at DEBUG.
+    code = DECODE + "av.logging.set_level(av.logging.DEBUG)\ndecode()\n"
+    with pytest.raises(subprocess.TimeoutExpired):
+        run(code, video, timeout=20)
+
+
+def test_installed_no_hang_and_the_records_reach_logging(video: Path) -> None:
+    for _ in range(10):
+        got = result(run(INSTALLED_TO_LOGGING, video))
+        assert got["paths"] and all("libavutil" in Path(p).name for p in got["paths"]), got["paths"]
+        assert got["names"].get("ffmpeg.mpeg4", 0) > 0, got["names"]
+
+
+def test_set_level_after_install_installs_again(video: Path) -> None:
+    # av.logging.set_level puts PyAV's callback back; the wrapper that
+    # install() puts around it installs pylogsink's again.
+    code = INSTALLED_TO_LOGGING.replace("decode()\n", "av.logging.set_level(av.logging.VERBOSE)\ndecode()\n", 1)
+    for _ in range(3):
+        got = result(run(code, video))
+        assert got["names"].get("ffmpeg.mpeg4", 0) > 0, got["names"]
+
+
+def test_lines_reach_a_replaced_stderr(video: Path) -> None:
+    code = (
+        DECODE
+        + """
+import io, pylogsink.ffmpeg
+av.logging.set_level(av.logging.DEBUG)
+pylogsink.ffmpeg.install()
+pylogsink.ffmpeg.set_log_filter("ffmpeg=debug")
+sys.stderr = captured = io.StringIO()
+decode(times=5)
+deadline = time.monotonic() + 10
+while "ffmpeg::mpeg4" not in captured.getvalue() and time.monotonic() < deadline:
+    time.sleep(0.01)
+sys.stderr = sys.__stderr__
+print(json.dumps({"lines": captured.getvalue().splitlines()}))
+"""
+    )
+    got = result(run(code, video))
+    mpeg4 = [line for line in got["lines"] if " ffmpeg::mpeg4" in line]
+    assert mpeg4, got["lines"][:20]
+    # debug=pict: a line per frame, at DEBUG.
+    assert any("DEBUG" in line for line in mpeg4), mpeg4[:5]
+
+
+def test_exit_with_a_decoder_open(video: Path) -> None:
+    code = (
+        DECODE
+        + """
+import pylogsink.ffmpeg
+av.logging.set_level(av.logging.DEBUG)
+pylogsink.ffmpeg.install()
+pylogsink.ffmpeg.set_log_filter("ffmpeg=debug")
+kept = decode(times=1, close=False)
+"""
+    )
+    for _ in range(20):
+        done = run(code, video, timeout=30)
+        assert done.returncode == 0, done.stderr[-2000:]
+        assert " ffmpeg::mpeg4" in done.stderr
+
+
+def test_uninstall_gives_ffmpegs_default_back(video: Path) -> None:
+    code = (
+        DECODE
+        + """
+import pylogsink.ffmpeg
+pylogsink.ffmpeg.install()
+pylogsink.ffmpeg.set_log_filter("ffmpeg=debug")
+av.logging.set_libav_level(av.logging.DEBUG)
+paths = pylogsink.ffmpeg.uninstall()
+decode(times=1)
+print(json.dumps({"paths": paths}))
+"""
+    )
+    done = run(code, video)
+    assert result(done)["paths"]
+    assert "[mpeg4 @ 0x" in done.stderr, done.stderr[-2000:]
+    assert " ffmpeg::mpeg4" not in done.stderr
+
+
+def test_install_before_import_av_says_to_import_it_first() -> None:
+    code = """
+import pylogsink.ffmpeg
+try:
+    pylogsink.ffmpeg.install()
+except RuntimeError as err:
+    print(err)
+"""
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert "no libavutil is loaded" in done.stdout and "import av" in done.stdout, done.stdout
