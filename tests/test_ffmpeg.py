@@ -201,3 +201,28 @@ except RuntimeError as err:
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
     assert "no libavutil is loaded" in done.stdout and "import av" in done.stdout, done.stdout
+
+
+def test_pyavs_exceptions_lose_ffmpegs_last_error_line(tmp_path: Path) -> None:
+    # PyAV adds the last line FFmpeg logged at ERROR to its exceptions,
+    # from its own callback: with pylogsink's, it sees no line.
+    bad = tmp_path / "bad.mp4"
+    bad.write_bytes(bytes(range(256)) * 20)
+    code = """
+import sys, av, pylogsink.ffmpeg
+av.logging.set_level(av.logging.ERROR)
+def error():
+    try:
+        av.open(sys.argv[1], format="mp4")
+    except av.error.InvalidDataError as err:
+        return str(err)
+print(error())
+pylogsink.ffmpeg.install()
+print(error())
+"""
+    done = run(code, bad)
+    assert done.returncode == 0, done.stderr
+    pyav, pylogsink = done.stdout.splitlines()
+    assert "last error log: [mov,mp4,m4a,3gp,3g2,mj2] moov atom not found" in pyav
+    assert "last error log" not in pylogsink
+    assert "ERROR ffmpeg::mov,mp4,m4a,3gp,3g2,mj2] moov atom not found" in done.stderr
