@@ -205,13 +205,19 @@ mod imp {
     /// (image 0) left out.
     #[cfg(target_os = "macos")]
     fn loaded_libraries() -> Vec<CString> {
+        // dyld's own functions (libSystem), declared here: libc's are
+        // deprecated in favour of another crate.
+        extern "C" {
+            fn _dyld_image_count() -> u32;
+            fn _dyld_get_image_name(image_index: u32) -> *const c_char;
+        }
         // SAFETY: dyld's count of the images loaded, no argument.
-        let count = unsafe { libc::_dyld_image_count() };
+        let count = unsafe { _dyld_image_count() };
         (1..count)
             .filter_map(|i| {
                 // SAFETY: any index may be asked: one that another thread's
                 // unload put past the end gives NULL.
-                let name = unsafe { libc::_dyld_get_image_name(i) };
+                let name = unsafe { _dyld_get_image_name(i) };
                 // SAFETY: a non-null name is NUL-terminated.
                 (!name.is_null()).then(|| unsafe { CStr::from_ptr(name) }.to_owned())
             })
