@@ -20,6 +20,8 @@ py=$venv/bin/python
 pip() { "$py" -m pip install -q --disable-pip-version-check "$@"; }
 
 pip "maturin>=1.8,<2" matplotlib wurlitzer
+# PyAV, for the PyAV figure, where PyPI has a wheel for this CPython.
+pip --only-binary=:all: av || echo "no PyAV wheel for this CPython: the PyAV figure is left out"
 
 echo "== pylogsink (the package, with its C library, which its build makes)"
 "$py" -m maturin build --release -q -o bench/target/dist

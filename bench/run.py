@@ -182,6 +182,14 @@ Why each measurement exists:
    held: "completed", or "hung" after 15 s. Targets: pylogsink <= 1.1x the
    default callback's time, >= 5x faster than the per-line GIL callback,
    and no hang.
+18. PyAV: a decode of 2,000 frames of 64x64 (MPEG-4, made by PyAV in the
+   child, one decoder thread) at DEBUG with picture info and macroblock
+   types, fd 2 /dev/null, with three log callbacks in the same child,
+   interleaved: FFmpeg's default callback, PyAV's own (the GIL and
+   `logging` per `av_log` call, a StreamHandler to stderr with the
+   formatter of (5)), and `pylogsink.ffmpeg.install()`. Wall time per
+   decode, median of rounds, and the ratios. Measured where `av` is
+   installed (bench/build.sh installs it where PyPI has a wheel).
 
 Every measurement but (9) runs with the filter "info", so that each of its
 Info records is logged; (9) changes the filter and puts "info" back. (10),
@@ -190,6 +198,7 @@ every other measurement sends records to stderr.
 """
 
 import datetime
+import importlib.util
 import json
 import logging
 import os
@@ -225,6 +234,7 @@ BUDGET = {
     # interval, 5 ms): it logs fewer records per round.
     "gil_busy": {"rounds": (5, 11), "n": 5_000, "pyo3_log_n": (20, 200)},
     "ffmpeg": {"rounds": (3, 9), "frames": (150, 300)},
+    "pyav": {"rounds": (3, 7), "frames": 2_000},
     "delivered": {},
 }
 # Where bench/build.sh builds the C library test extensions.
@@ -888,6 +898,58 @@ def child_ffmpeg(p, b):
     }
 
 
+def child_pyav(p, b):
+    """(18): PyAV's decode at DEBUG through three log callbacks."""
+    import tempfile
+
+    import av
+    import pylogsink.ffmpeg
+
+    video = os.path.join(tempfile.mkdtemp(), "grey.mp4")
+    with av.open(video, "w") as out:
+        stream = out.add_stream("mpeg4", rate=30)
+        stream.width, stream.height, stream.pix_fmt = 64, 64, "yuv420p"
+        for i in range(p["frames"]):
+            frame = av.VideoFrame(64, 64, "yuv420p")
+            for plane in frame.planes:
+                plane.update(bytes((i + j) % 256 for j in range(plane.buffer_size)))
+            out.mux(stream.encode(frame))
+        out.mux(stream.encode())
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(line_formatter())
+    logging.getLogger("libav").addHandler(handler)
+    logging.getLogger("libav").setLevel(logging.DEBUG)
+    av.logging.set_libav_level(av.logging.DEBUG)  # the default callback's own level
+    pylogsink.ffmpeg.set_log_filter("ffmpeg=debug")
+
+    def use(callback):
+        pylogsink.ffmpeg.uninstall()  # FFmpeg's default, and av.logging.set_level unwrapped
+        if callback == "pyav":
+            av.logging.set_level(av.logging.DEBUG)
+        elif callback == "pylogsink":
+            pylogsink.ffmpeg.install()
+
+    def decode(callback):
+        use(callback)
+        t = time.perf_counter()
+        with av.open(video) as container:
+            stream = container.streams.video[0]
+            stream.codec_context.options = {"debug": "pict+mb_type"}
+            assert sum(1 for _ in container.decode(stream)) == p["frames"]
+        elapsed = time.perf_counter() - t
+        use("default")
+        return elapsed * 1e3
+
+    ms = interleaved(p["rounds"], {c: lambda c=c: decode(c) for c in ("default", "pyav", "pylogsink")})
+    return {
+        "frames": p["frames"],
+        "av": av.__version__,
+        "ms": {c: statistics.median(v) for c, v in ms.items()},
+        "vs_default": median_ratio(ms["pylogsink"], ms["default"]),
+        "pyav_vs": median_ratio(ms["pyav"], ms["pylogsink"]),
+    }
+
+
 def child_delivered(p, b):
     """Bursts as plain Python delivers them (a Python thread that writes the
     same number of lines to the same kind of stream; logging.info for
@@ -1041,7 +1103,7 @@ def machine():
 # The measurements, by the key of their figures, for --only.
 SECTIONS = (
     "direct", "tracing", "peers", "kept", "overhead", "sinks", "threads", "memory", "filter", "logging", "live",
-    "gil_busy", "capture", "ffmpeg", "delivered", "instructions",
+    "gil_busy", "capture", "ffmpeg", "delivered", "pyav", "instructions",
 )
 
 
@@ -1283,6 +1345,12 @@ def measure(quick, say, only=None):
             1,
             "x",
         )
+
+    if want("pyav") and importlib.util.find_spec("av") is not None:
+        say("PyAV decode at DEBUG: three log callbacks")
+        fig["pyav"] = run_child({"task": "pyav", **pick(BUDGET["pyav"], quick)}, "null")
+    elif want("pyav"):
+        say("PyAV: not measured (av is not installed)")
 
     if want("instructions") and not quick and shutil.which("valgrind"):
         say("instructions per line (callgrind)")
@@ -1585,6 +1653,18 @@ def report(m, fig, targets, quick):
         ]
         for r in fig["delivered"]["rows"]:
             lines.append(f"  {r['name']:<46}{r['plain']:>13,}{r['pylogsink']:>11,}{r['left_out']:>10,}")
+    if "pyav" in fig:
+        f = fig["pyav"]
+        names = {"default": "FFmpeg's default callback", "pyav": "PyAV's callback", "pylogsink": "pylogsink.ffmpeg"}
+        lines += [
+            "",
+            f"18. PyAV {f['av']}: MPEG-4 decode of {f['frames']} frames of 64x64, one decoder thread, at DEBUG with",
+            "  picture info and macroblock types, fd 2 /dev/null, median of rounds",
+            f"  {'callback':<28}{'ms':>9}",
+        ]
+        for c in ("default", "pyav", "pylogsink"):
+            lines.append(f"  {names[c]:<28}{f['ms'][c]:>9.1f}")
+        lines.append(f"  pylogsink.ffmpeg / default {f['vs_default']:.2f}x; PyAV's callback / pylogsink.ffmpeg {f['pyav_vs']:.1f}x")
     lines += ["", "Targets (SPEC)", f"  {'figure':<44}{'measured':>12}  {'target':<13} met"]
     for t in targets:
         limit = t["op"] + " " + fmt_num(t["limit"], t["unit"])
@@ -1699,7 +1779,6 @@ def main():
         only = set(sys.argv[sys.argv.index("--only") + 1].split(","))
         if unknown := only - set(SECTIONS):
             sys.exit(f"--only: unknown {', '.join(sorted(unknown))}; one or more of {', '.join(SECTIONS)}")
-    import importlib.util
 
     if importlib.util.find_spec("pylogsink_bench") is None:
         sys.exit("pylogsink_bench is not installed: run bench/build.sh, then .venv/bin/python bench/run.py")
