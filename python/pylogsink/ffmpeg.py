@@ -21,8 +21,7 @@ Call ``install()`` after ``import av``: PyAV sets its own callback when it
 is imported, and again at each ``av.logging.set_level()``. While installed,
 ``av.logging.set_level`` is wrapped to install pylogsink's callback again
 after PyAV's. PyAV's exceptions then no longer carry FFmpeg's last error
-line, and ``av.logging.Capture`` captures nothing: PyAV no longer sees the
-lines.
+line: PyAV no longer sees the lines.
 """
 
 from __future__ import annotations
@@ -44,7 +43,6 @@ from pylogsink._pylogsink import (
 __all__ = [
     "install",
     "uninstall",
-    "installed",
     "log_destination",
     "log_filter",
     "set_log_destination",
@@ -83,11 +81,6 @@ def uninstall() -> list[str]:
         logging_module.set_level = _pyav_set_level  # type: ignore[attr-defined]
     _pyav_set_level = None
     return [os.path.normpath(p) for p in _ffmpeg_uninstall()]
-
-
-def installed() -> bool:
-    """Whether ``install()`` was called and ``uninstall()`` not since."""
-    return _installed
 
 
 def _wrap_pyav_set_level() -> None:
