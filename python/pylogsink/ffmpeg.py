@@ -4,7 +4,7 @@ loads FFmpeg), with no C compiler at the user's.
 Why: PyAV's log callback takes the GIL on every line FFmpeg logs. PyAV
 frees a codec with the GIL held and waits for the codec's frame threads,
 and a frame thread that logs waits for the GIL: with logging on
-(``av.logging.set_level(av.logging.DEBUG)``, ``VERBOSE``, ``INFO``) and
+(``av.logging.set_level(av.logging.DEBUG)``) and
 frame threads, closing a decoder early hangs the process.
 
 ``install()`` puts pylogsink's callback into every libavutil loaded in the
