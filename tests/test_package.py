@@ -7,6 +7,7 @@ from __future__ import annotations
 import ast
 import importlib.resources
 import inspect
+import os
 import re
 import subprocess
 import sys
@@ -151,3 +152,17 @@ def test_dir_shows_the_documented_api_and_nothing_else() -> None:
     }
     assert shown == documented
     assert "log_lines" not in dir(pylogsink) and pylogsink.runtime.log_lines is not None
+
+
+def test_the_packages_own_copy_is_set_from_the_package_and_pylogsink_log() -> None:
+    # The functions are the package's own copy's, the ones pylogsink.ffmpeg
+    # routes through; PYLOGSINK_LOG sets that copy's filter at import.
+    assert pylogsink.set_log_filter is pylogsink._pylogsink.set_log_filter
+    assert pylogsink.log_stats is pylogsink._pylogsink.log_stats
+    code = "import pylogsink; print(pylogsink.log_filter(), pylogsink.log_destination())"
+    env = {**os.environ, "PYLOGSINK_LOG": "ffmpeg=debug"}
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, env=env)
+    assert done.stdout.split() == ["ffmpeg=debug", "stderr"], done.stderr
+    env.pop("PYLOGSINK_LOG")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, env=env)
+    assert done.stdout.split() == ["info", "stderr"], done.stderr

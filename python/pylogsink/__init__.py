@@ -13,6 +13,11 @@ fd 2 (``printf``, ``std::cout``) into ``sys.stdout`` / ``sys.stderr``: pytest's
 capture, a notebook's cell, ``redirect_stdout``. ``%load_ext pylogsink``
 captures every cell of an IPython session.
 
+The package's own copy of pylogsink, which carries the lines of what it
+installs itself into (``pylogsink.ffmpeg``), is set with
+``set_log_filter``, ``set_log_destination`` and ``set_log_budget`` (and the
+variable ``PYLOGSINK_LOG``), and counts in ``log_stats``.
+
 C and C++ extensions build against the C ABI the package ships:
 ``get_include()``, ``get_library()``, ``get_link_args()`` and
 ``get_cmake_dir()``.
@@ -21,6 +26,15 @@ C and C++ extensions build against the C ABI the package ships:
 from importlib.metadata import version as _version
 
 from pylogsink._build_inputs import get_cmake_dir, get_include, get_library, get_link_args
+from pylogsink._pylogsink import (
+    log_budget,
+    log_destination,
+    log_filter,
+    log_stats,
+    set_log_budget,
+    set_log_destination,
+    set_log_filter,
+)
 
 from pylogsink.capture import (
     capture_output,
@@ -43,7 +57,14 @@ __all__ = [
     "get_include",
     "get_library",
     "get_link_args",
+    "log_budget",
+    "log_destination",
+    "log_filter",
+    "log_stats",
     "output_capture_active",
+    "set_log_budget",
+    "set_log_destination",
+    "set_log_filter",
     "start_output_capture",
     "stop_output_capture",
 ]
