@@ -9,7 +9,7 @@
 //! are kept here until then.
 
 use super::echo;
-use super::write::{write_through_python, Written};
+use super::write::{write_captured_through_python, Written};
 use crate::control::stall_wait;
 use crate::core::capture::{self, STDERR, STDOUT};
 use crate::core::fork;
@@ -333,7 +333,7 @@ fn deliver_held(py: Python<'_>, _writing: &Writing) {
             capture::handed_over(index);
             continue;
         };
-        match write_through_python(py, Ok(stream.into_bound(py)), &taken.text) {
+        match write_captured_through_python(py, Ok(stream.into_bound(py)), &taken.text) {
             Written::All => {}
             Written::ButFlushFailed(err) => err.write_unraisable(py, None),
             Written::NoStream => py.detach(|| capture::write_original(index, taken)),

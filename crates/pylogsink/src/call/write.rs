@@ -24,11 +24,33 @@ pub(crate) enum Written {
 /// Writes through `stream.write`, then `flush`, marking the thread as
 /// writing so that a writer that calls back into the extension cannot
 /// recurse (see [`entry_sink`](crate::dest::route::entry_sink)). `stream`
-/// is `sys.stderr` as looked up (`None` there: nothing is written).
+/// is `sys.stderr` as looked up (`None` there: nothing is written). Until
+/// the write returns, a copy of `text` is in flight ([`in_flight`]) for
+/// the exit and the crash handler.
 pub(crate) fn write_through_python(
     py: Python<'_>,
     stream: PyResult<Bound<'_, PyAny>>,
     text: &[u8],
+) -> Written {
+    write_through(py, stream, text, true)
+}
+
+/// [`write_through_python`] for captured lines, of which the capture keeps
+/// its own copy until they are handed over: none in flight, which the
+/// crash handler would write a second time.
+pub(crate) fn write_captured_through_python(
+    py: Python<'_>,
+    stream: PyResult<Bound<'_, PyAny>>,
+    text: &[u8],
+) -> Written {
+    write_through(py, stream, text, false)
+}
+
+fn write_through(
+    py: Python<'_>,
+    stream: PyResult<Bound<'_, PyAny>>,
+    text: &[u8],
+    in_flight: bool,
 ) -> Written {
     if text.is_empty() {
         return Written::All;
@@ -39,7 +61,7 @@ pub(crate) fn write_through_python(
         Err(err) => return Written::Failed(err),
     };
     THREAD.with(|t| t.writing_kept.set(true));
-    let flight = in_flight::start(text);
+    let flight = in_flight.then(|| in_flight::start(text));
     let write = |piece: &[u8]| {
         let piece = match decode_to_str(py, piece) {
             Ok(piece) => piece,
@@ -54,7 +76,9 @@ pub(crate) fn write_through_python(
         }
     };
     let written = echo::write(py, &stderr, text, write, |w| matches!(w, Written::All));
-    flight.landed();
+    if let Some(flight) = flight {
+        flight.landed();
+    }
     THREAD.with(|t| t.writing_kept.set(false));
     written
 }
