@@ -601,14 +601,7 @@ pub(crate) mod flight {
     /// The lock, held across a fork. The child has no delivery under way:
     /// what was in flight is the parent's.
     pub(crate) fn hold_for_fork() -> HeldForFork {
-        let mut flights = lock(&FLIGHTS);
-        Box::new(move |child| {
-            if child {
-                // Leaked rather than freed: the child may not free memory a
-                // thread it does not have was using.
-                std::mem::forget(std::mem::take(&mut *flights));
-            }
-        })
+        crate::record::lock::hold_for_fork_leaving_in_child(&FLIGHTS)
     }
 }
 

@@ -51,6 +51,21 @@ pub(crate) fn hold_for_fork<T: 'static>(mutex: &'static Mutex<T>) -> HeldForFork
     Box::new(move |_child| drop(guard))
 }
 
+/// [`hold_for_fork`] for what belongs to the parent's threads (writes or
+/// deliveries under way): the child starts with it empty, and leaks what
+/// was there rather than freeing memory a thread it does not have was
+/// using.
+pub(crate) fn hold_for_fork_leaving_in_child<T: Default + 'static>(
+    mutex: &'static Mutex<T>,
+) -> HeldForFork {
+    let mut guard = lock(mutex);
+    Box::new(move |child| {
+        if child {
+            std::mem::forget(std::mem::take(&mut *guard));
+        }
+    })
+}
+
 /// Held by every unit test that changes process-wide state (the filter,
 /// the destination, Python's levels, where fd 2's lines go), so that the
 /// tests of one binary, which run on parallel threads, do not see each
