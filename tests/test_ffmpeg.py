@@ -130,14 +130,23 @@ def test_set_level_after_install_installs_again(video: Path) -> None:
         assert got["names"].get("ffmpeg.mpeg4", 0) > 0, got["names"]
 
 
-def test_lines_reach_a_replaced_stderr(video: Path) -> None:
-    code = (
-        DECODE
-        + """
-import io, pylogsink.ffmpeg
+# The decode loop with pylogsink's callback in place of PyAV's, at DEBUG.
+INSTALLED = (
+    DECODE
+    + """
+import pylogsink.ffmpeg
 av.logging.set_level(av.logging.DEBUG)
 pylogsink.ffmpeg.install()
 pylogsink.ffmpeg.set_log_filter("ffmpeg=debug")
+"""
+)
+
+
+def test_lines_reach_a_replaced_stderr(video: Path) -> None:
+    code = (
+        INSTALLED
+        + """
+import io
 sys.stderr = captured = io.StringIO()
 decode(times=5)
 deadline = time.monotonic() + 10
@@ -156,12 +165,8 @@ print(json.dumps({"lines": captured.getvalue().splitlines()}))
 
 def test_exit_with_a_decoder_open(video: Path) -> None:
     code = (
-        DECODE
+        INSTALLED
         + """
-import pylogsink.ffmpeg
-av.logging.set_level(av.logging.DEBUG)
-pylogsink.ffmpeg.install()
-pylogsink.ffmpeg.set_log_filter("ffmpeg=debug")
 kept = decode(times=1, close=False)
 """
     )
