@@ -179,3 +179,8 @@ def _ffmpeg_install() -> list[str]:
 def _ffmpeg_uninstall() -> list[str]:
     """pylogsink.ffmpeg.uninstall's native part: FFmpeg's default callback
     back into each loaded libavutil; their paths."""
+
+def _sqlite_set_log(module: str | None, ours: bool) -> tuple[str, str]:
+    """pylogsink.sqlite's native part: pylogsink's log function (``ours``)
+    or none set in the SQLite that the extension file ``module`` (None: the
+    interpreter itself) loads; that library's path and SQLite's version."""

@@ -141,7 +141,8 @@ mod imp {
                 unsafe { set_callback(callback) };
                 done.push((
                     set as usize,
-                    defining_library(set).unwrap_or_else(|| path.to_string_lossy().into_owned()),
+                    crate::dl::defining_library(set)
+                        .unwrap_or_else(|| path.to_string_lossy().into_owned()),
                 ));
             }
             // SAFETY: the reference dlopen counted above.
@@ -154,23 +155,6 @@ mod imp {
             ));
         }
         Ok(done.into_iter().map(|(_, path)| path).collect())
-    }
-
-    /// The path of the library that holds `symbol`.
-    fn defining_library(symbol: *mut c_void) -> Option<String> {
-        // SAFETY: Dl_info is plain data that dladdr fills in.
-        let mut info: libc::Dl_info = unsafe { std::mem::zeroed() };
-        // SAFETY: `info` is writable; dladdr reads no memory at `symbol`.
-        if unsafe { libc::dladdr(symbol, &mut info) } == 0 || info.dli_fname.is_null() {
-            return None;
-        }
-        // SAFETY: dladdr's file name is a NUL-terminated string of the
-        // loader's, alive while the library is loaded.
-        Some(
-            unsafe { CStr::from_ptr(info.dli_fname) }
-                .to_string_lossy()
-                .into_owned(),
-        )
     }
 
     /// The paths of the libraries loaded in the process, the program's own

@@ -3,9 +3,12 @@
 //! sink, so that every scenario pylogsink exists for can be run for real.
 #![warn(missing_docs)]
 
+#[cfg(any(target_os = "linux", target_os = "macos"))]
+mod dl;
 mod ffmpeg;
 mod naive;
 mod runtime;
+mod sqlite;
 
 use pyo3::exceptions::PyRuntimeError;
 use pyo3::prelude::*;
@@ -38,5 +41,6 @@ fn _pylogsink(m: &Bound<'_, PyModule>) -> PyResult<()> {
     pylogsink::python::add_functions(m)?;
     pylogsink::python::add_capture_functions(m)?;
     ffmpeg::register(m)?;
+    sqlite::register(m)?;
     runtime::register(m)
 }

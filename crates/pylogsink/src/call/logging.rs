@@ -78,6 +78,8 @@ struct Names {
     msecs: Py<PyString>,
     thread: Py<PyString>,
     active: Py<PyString>,
+    dangling: Py<PyString>,
+    native_id: Py<PyString>,
     name: Py<PyString>,
     thread_name: Py<PyString>,
     start_time: Py<PyString>,
@@ -97,6 +99,8 @@ impl Names {
             msecs: name("msecs"),
             thread: name("thread"),
             active: name("_active"),
+            dangling: name("_dangling"),
+            native_id: name("native_id"),
             name: name("name"),
             thread_name: name("threadName"),
             start_time: name("_startTime"),
@@ -430,7 +434,7 @@ struct Seen<'py> {
     logger: Option<(Box<str>, SeenLogger<'py>)>,
     /// The last record's file, as Python has it.
     file: Option<(Box<str>, Bound<'py, PyString>)>,
-    /// Thread names by thread id.
+    /// Thread names by OS thread id.
     thread_names: Vec<(u64, Bound<'py, PyAny>)>,
     /// The thread that delivers, whose id and name a record it made has.
     here: u64,
@@ -622,19 +626,57 @@ fn stamp<'py>(
         return Ok(());
     }
     set(&n.thread, record.thread.into_pyobject(py)?.into_any())?;
-    let name = match thread_names.iter().find(|(id, _)| *id == record.thread) {
+    let name = match thread_names.iter().find(|(id, _)| *id == record.native_id) {
         Some((_, name)) => name.clone(),
         None => {
-            let active = state.threading.bind(py).getattr(n.active.bind(py))?;
-            let name = match active.get_item(record.thread) {
-                Ok(thread) => thread.getattr(n.name.bind(py))?,
-                Err(_) => PyString::new(py, &record.thread_name).into_any(),
+            let name = match python_thread(py, state, record)? {
+                Some(thread) => thread.getattr(n.name.bind(py))?,
+                None => PyString::new(py, &record.thread_name).into_any(),
             };
-            thread_names.push((record.thread, name.clone()));
+            thread_names.push((record.native_id, name.clone()));
             name
         }
     };
     set(&n.thread_name, name)
+}
+
+/// The Python `Thread` that logged `record`, if it was one: the live
+/// thread of its id (`threading._active`), or, for a thread that has ended
+/// since it logged (a short worker, before pylogsink's thread delivered),
+/// its `Thread` object while one lives (`threading._dangling`, where
+/// `threading` keeps every `Thread` until it is freed). Both are checked
+/// against the OS thread id, since a new thread often gets the id
+/// (`pthread_t`) of one that ended.
+fn python_thread<'py>(
+    py: Python<'py>,
+    state: &State,
+    record: &PendingRecord,
+) -> PyResult<Option<Bound<'py, PyAny>>> {
+    let n = &state.names;
+    let threading = state.threading.bind(py);
+    let same = |thread: &Bound<'py, PyAny>| {
+        let native_id = thread.getattr(n.native_id.bind(py));
+        native_id.and_then(|id| id.extract::<u64>()).ok() == Some(record.native_id)
+    };
+    if let Ok(thread) = threading
+        .getattr(n.active.bind(py))?
+        .get_item(record.thread)
+    {
+        if same(&thread) {
+            return Ok(Some(thread));
+        }
+    }
+    // A private name: where a Python lacks it, the OS name stands.
+    let Ok(all) = threading.getattr(n.dangling.bind(py)) else {
+        return Ok(None);
+    };
+    for thread in all.try_iter()? {
+        let thread = thread?;
+        if same(&thread) {
+            return Ok(Some(thread));
+        }
+    }
+    Ok(None)
 }
 
 /// The attribute that holds a record's span context

@@ -151,7 +151,15 @@ pub(crate) fn pending_records(n: usize) -> Vec<crate::dest::pending::PendingReco
                 fields: None,
             };
             let when = std::time::SystemTime::now();
-            crate::dest::pending::PendingRecord::new(&record, when, (1, "t".into()))
+            crate::dest::pending::PendingRecord::new(
+                &record,
+                when,
+                crate::dest::pending::Identity {
+                    thread: 1,
+                    name: "t".into(),
+                    native_id: 1,
+                },
+            )
         })
         .collect()
 }

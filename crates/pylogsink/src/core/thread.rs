@@ -12,7 +12,7 @@ use super::queue::write_fd2;
 use super::registry::register;
 use super::shared::{CallRef, Shared};
 use super::stats::EMITTED_ELSEWHERE;
-use crate::dest::pending::{self, Batch};
+use crate::dest::pending::{self, Batch, Identity};
 use crate::dest::route::entry_sink;
 use crate::dest::{Sink, Taken};
 use crate::record::escape::decode_backslashreplace;
@@ -40,8 +40,8 @@ pub(crate) struct ThreadState {
     attached: RefCell<Option<CallRef>>,
     /// What `attached` was before each attach still in force.
     attached_before: RefCell<Vec<Option<CallRef>>>,
-    /// This thread's id and OS name, once asked for.
-    identity: RefCell<Option<(u64, Arc<str>)>>,
+    /// This thread's ids and OS name, once asked for.
+    identity: RefCell<Option<Identity>>,
     /// True while this thread writes kept lines through `sys.stderr.write`.
     pub(crate) writing_kept: Cell<bool>,
     /// Whether this thread must avoid Python at a call's return, once known.
@@ -216,8 +216,8 @@ impl ThreadState {
         self.shared.kept_any.load(Ordering::Relaxed)
     }
 
-    /// This thread's id and OS name.
-    pub(crate) fn identity(&self) -> (u64, Arc<str>) {
+    /// This thread's ids and OS name.
+    pub(crate) fn identity(&self) -> Identity {
         match self.identity.try_borrow_mut() {
             Ok(mut known) => known.get_or_insert_with(identity).clone(),
             Err(_) => identity(),
@@ -284,9 +284,13 @@ impl Drop for ThreadState {
     }
 }
 
-/// This thread's id and name, for a thread whose state is gone.
-pub(crate) fn identity() -> (u64, Arc<str>) {
-    (current_id(), os_thread_name().into())
+/// This thread's ids and name, for a thread whose state is gone.
+pub(crate) fn identity() -> Identity {
+    Identity {
+        thread: current_id(),
+        name: os_thread_name().into(),
+        native_id: sys::thread_id(),
+    }
 }
 
 /// This thread's id as Python's `threading.get_ident` gives it.

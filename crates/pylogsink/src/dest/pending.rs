@@ -48,10 +48,22 @@ pub(crate) struct PendingRecord {
     /// Python's `threading.get_ident` returns), and that thread's name.
     pub thread: u64,
     pub thread_name: Arc<str>,
+    /// That thread's id in the OS (Python's `Thread.native_id`), which
+    /// tells it from a later thread given the same `thread`.
+    pub native_id: u64,
+}
+
+/// Who logged a record: [`PendingRecord`]'s `thread`, `thread_name` and
+/// `native_id`, worked out once per thread.
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) struct Identity {
+    pub thread: u64,
+    pub name: Arc<str>,
+    pub native_id: u64,
 }
 
 impl PendingRecord {
-    pub(crate) fn new(record: &Record<'_>, created: SystemTime, thread: (u64, Arc<str>)) -> Self {
+    pub(crate) fn new(record: &Record<'_>, created: SystemTime, thread: Identity) -> Self {
         let mut message = Vec::with_capacity(record.message.len());
         message_text(&mut message, record.message, record.fields);
         PendingRecord {
@@ -67,8 +79,9 @@ impl PendingRecord {
                 .filter(|f| !f.is_empty())
                 .map(|f| Box::new(OwnedFields::new(f))),
             created,
-            thread: thread.0,
-            thread_name: thread.1,
+            thread: thread.thread,
+            thread_name: thread.name,
+            native_id: thread.native_id,
         }
     }
 
@@ -622,7 +635,11 @@ mod tests {
                 fields: None,
             },
             UNIX_EPOCH + Duration::new(1_796_117_962, 5_000),
-            (1, "worker".into()),
+            Identity {
+                thread: 1,
+                name: "worker".into(),
+                native_id: 11,
+            },
         )
     }
 
@@ -748,7 +765,11 @@ mod tests {
                 fields: None,
             },
             UNIX_EPOCH + Duration::new(1_796_117_962, 5_000),
-            (1, "t".into()),
+            Identity {
+                thread: 1,
+                name: "t".into(),
+                native_id: 1,
+            },
         );
         assert_eq!(r.message, "bad \\x1b[2J\\xff\n    next");
         let mut text = Vec::new();
