@@ -1,0 +1,215 @@
+"""pylogsink.sqlite: SQLite's error log, from the SQLite Python's sqlite3
+uses, through pylogsink.
+
+Each scenario runs in a child process with a timeout: whether SQLite takes
+a log function depends on whether `import sqlite3` ran before, which only a
+fresh process controls. The SQLite differs by CPython here: the system's
+3.40 (pyenv's 3.11 to 3.13), Debian's 3.53 (3.14 and 3.15).
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+if sys.platform == "win32":
+    pytest.skip("pylogsink.sqlite works on Linux and macOS only", allow_module_level=True)
+
+# SQLite 3.42 takes a log function at any time; before, only before it
+# initializes, which `import sqlite3` does.
+ANYTIME = sqlite3.sqlite_version_info >= (3, 42)
+VERSION = f"this Python's SQLite is {sqlite3.sqlite_version}"
+
+INSTALLED = "import pylogsink.sqlite\npylogsink.sqlite.install()\nimport sqlite3"
+
+# Counts what logging gets, and waits for it.
+COUNT = """
+import json, logging, threading, time
+import pylogsink
+pylogsink.set_log_destination("logging")
+
+class Keep(logging.Handler):
+    records = []
+    def emit(self, record):
+        Keep.records.append(record)
+logging.getLogger().addHandler(Keep())
+
+def wait_for(n):
+    deadline = time.monotonic() + 10
+    while len(Keep.records) < n and time.monotonic() < deadline:
+        time.sleep(0.01)
+    return [(r.name, r.levelname, r.getMessage(), r.threadName) for r in Keep.records]
+
+def fail(times=1):
+    db = sqlite3.connect(":memory:")
+    for _ in range(times):
+        try:
+            db.execute("select * from nope")
+        except sqlite3.OperationalError:
+            pass
+"""
+
+
+def run(*parts: str, timeout: float = 60) -> dict:
+    """Runs the parts, each dedented, one after the other in a child; what
+    its last line of output says."""
+    code = "\n".join(textwrap.dedent(part) for part in parts)
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=timeout)
+    assert done.returncode == 0, done.stderr[-3000:]
+    return json.loads(done.stdout.splitlines()[-1])
+
+
+def test_install_before_import_sqlite3_makes_a_failed_querys_message_a_record_in_caplog(tmp_path: Path) -> None:
+    # As a user's test suite would: installed at the top of the test file,
+    # before its `import sqlite3`, the record checked in caplog.
+    test = tmp_path / "test_db.py"
+    test.write_text(
+        textwrap.dedent(
+            """
+            import time
+            import pylogsink, pylogsink.sqlite
+            pylogsink.sqlite.install()
+            pylogsink.set_log_destination("logging")
+            import sqlite3
+
+            def test_a_failed_query(caplog):
+                db = sqlite3.connect(":memory:")
+                try:
+                    db.execute("select * from nope")
+                except sqlite3.OperationalError:
+                    pass
+                deadline = time.monotonic() + 10
+                while not any(r.name == "sqlite" for r in caplog.records) and time.monotonic() < deadline:
+                    time.sleep(0.01)
+                [record] = [r for r in caplog.records if r.name == "sqlite"]
+                assert record.levelname == "ERROR"
+                assert record.getMessage() == 'no such table: nope in "select * from nope" (code 1)'
+            """
+        )
+    )
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(test)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=tmp_path,
+    )
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    assert "1 passed" in done.stdout
+
+
+def test_the_library_is_the_one_pythons_sqlite3_loads() -> None:
+    got = run(
+        """
+        import json, os, pylogsink.sqlite
+        path = pylogsink.sqlite.install()
+        import sqlite3, _sqlite3
+        maps = open("/proc/self/maps").read() if os.path.exists("/proc/self/maps") else path
+        print(json.dumps({"path": path, "loaded": os.path.realpath(path) in maps or path in maps}))
+        """
+    )
+    assert "sqlite" in Path(got["path"]).name, got
+    assert got["loaded"], got
+
+
+@pytest.mark.skipif(ANYTIME, reason=f"needs SQLite before 3.42, which refuses a log once initialized; {VERSION}")
+def test_install_after_import_sqlite3_says_why_and_what_to_do() -> None:
+    got = run(
+        """
+        import json, sqlite3, pylogsink.sqlite
+        try:
+            pylogsink.sqlite.install()
+            print(json.dumps({"raised": None}))
+        except RuntimeError as e:
+            print(json.dumps({"raised": str(e)}))
+        """
+    )
+    message = got["raised"]
+    assert message is not None, "install() after import sqlite3 did not raise"
+    assert f"SQLite {sqlite3.sqlite_version} is already initialized" in message
+    assert "before the first `import sqlite3`" in message
+    assert "startup file" in message and ".pth" in message
+
+
+@pytest.mark.skipif(not ANYTIME, reason=f"needs SQLite 3.42 or later, which takes a log at any time; {VERSION}")
+def test_install_after_import_sqlite3_and_a_connection_gets_the_record() -> None:
+    got = run(
+        "import sqlite3\nopen_before = sqlite3.connect(':memory:')",
+        COUNT,
+        """
+        import pylogsink.sqlite
+        pylogsink.sqlite.install()
+        fail()
+        print(json.dumps({"records": wait_for(1)}))
+        """
+    )
+    assert [r[:3] for r in got["records"]] == [
+        ["sqlite", "ERROR", 'no such table: nope in "select * from nope" (code 1)']
+    ]
+
+
+def test_thousands_of_messages_from_threads_that_released_the_gil_are_all_records() -> None:
+    # sqlite3 releases the GIL around SQLite's prepare and step: the log
+    # function runs on four threads at once, outside any pylogsink call.
+    got = run(
+        INSTALLED,
+        COUNT,
+        """
+        threads = [threading.Thread(target=fail, args=(1000,)) for _ in range(4)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        records = wait_for(4000)
+        print(json.dumps({"records": len(records), "sqlite": sum(r[0] == "sqlite" for r in records),
+                          "left_out": pylogsink.log_stats()["left_out"]}))
+        """,
+        timeout=120,
+    )
+    assert got == {"records": 4000, "sqlite": 4000, "left_out": 0}
+
+
+def test_a_record_from_a_python_thread_that_ended_has_the_threads_name() -> None:
+    # Each thread ends before pylogsink's thread delivers its record (its
+    # `Thread` still referenced, as joined threads and a pool's are); the
+    # name is longer than the OS keeps (15 bytes on Linux), which Python
+    # 3.14 and later also give the OS thread.
+    got = run(
+        INSTALLED,
+        COUNT,
+        """
+        threads = [threading.Thread(target=fail, name=f"database-worker-{i}") for i in range(5)]
+        for t in threads:
+            t.start()
+            t.join()
+        fail()
+        print(json.dumps({"names": [r[3] for r in wait_for(6)]}))
+        """
+    )
+    assert got["names"] == [f"database-worker-{i}" for i in range(5)] + ["MainThread"]
+
+
+def test_uninstall_takes_the_log_function_out() -> None:
+    # The count of records is taken as each is logged: no waiting needed.
+    got = run(
+        """
+        import json, pylogsink, pylogsink.sqlite
+        pylogsink.sqlite.install()
+        pylogsink.sqlite.uninstall()
+        import sqlite3
+        db = sqlite3.connect(":memory:")
+        for _ in range(10):
+            try:
+                db.execute("select * from nope")
+            except sqlite3.OperationalError:
+                pass
+        print(json.dumps({"errors": pylogsink.log_stats()["error"]}))
+        """
+    )
+    assert got == {"errors": 0}
