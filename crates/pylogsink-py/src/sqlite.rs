@@ -18,12 +18,15 @@ use pyo3::prelude::*;
 
 /// `SQLITE_NOTICE`, `SQLITE_WARNING`: the primary result codes of the log's
 /// two levels below an error.
+#[cfg(any(target_os = "linux", target_os = "macos", test))]
 const NOTICE: i32 = 27;
+#[cfg(any(target_os = "linux", target_os = "macos", test))]
 const WARNING: i32 = 28;
 
 /// pylogsink's level for a result code SQLite logs with: notices (a file
 /// recovered) are Info, warnings (an automatic index) Warn, the rest
 /// Error. The extended code's low byte is its primary code.
+#[cfg(any(target_os = "linux", target_os = "macos", test))]
 fn level_of(code: i32) -> pylogsink::Level {
     match code & 0xff {
         NOTICE => pylogsink::Level::Info,
