@@ -188,8 +188,13 @@ Why each measurement exists:
    interleaved: FFmpeg's default callback, PyAV's own (the GIL and
    `logging` per `av_log` call, a StreamHandler to stderr with the
    formatter of (5)), and `pylogsink.ffmpeg.install()`. Wall time per
-   decode, median of rounds, and the ratios. Measured where `av` is
-   installed (bench/build.sh installs it where PyPI has a wheel).
+   decode, median of rounds, and the ratios. Then, per callback (PyAV's,
+   pylogsink's), a child that closes decoders early (50 rounds, 4 frame
+   threads, at DEBUG) while a Python thread spins on the GIL: "completed",
+   or "hung" after 20 s. Targets: pylogsink.ffmpeg <= 1.1x the default
+   callback's time, PyAV's >= 1.5x pylogsink's, and no hang. Measured
+   where `av` is installed (bench/build.sh installs it where PyPI has a
+   wheel).
 
 Every measurement but (9) runs with the filter "info", so that each of its
 Info records is logged; (9) changes the filter and puts "info" back. (10),
@@ -898,6 +903,46 @@ def child_ffmpeg(p, b):
     }
 
 
+# (18)'s hang check: PyAV's early close (50 rounds: open, 4 frame threads,
+# 5 frames, close with the GIL held) at DEBUG, while a Python thread spins
+# on the GIL, through the callback named by argv[1].
+PYAV_SPINNER = """
+import random, sys, tempfile, threading, av, pylogsink.ffmpeg
+video = tempfile.mkdtemp() + "/noise.mp4"
+with av.open(video, "w") as out:
+    stream = out.add_stream("mpeg4", rate=30)
+    stream.width, stream.height, stream.pix_fmt = 320, 240, "yuv420p"
+    for i in range(30):
+        frame = av.VideoFrame(320, 240, "yuv420p")
+        for plane in frame.planes:
+            plane.update(random.Random(i).randbytes(plane.buffer_size))
+        out.mux(stream.encode(frame))
+    out.mux(stream.encode())
+sys.setswitchinterval(0.005)
+stop = False
+def spin():
+    n = 0
+    while not stop:
+        n += 1
+threading.Thread(target=spin, daemon=True).start()
+av.logging.set_level(av.logging.DEBUG)
+if sys.argv[1] == "pylogsink":
+    pylogsink.ffmpeg.set_log_filter("ffmpeg=debug")
+    pylogsink.ffmpeg.install()
+for _ in range(50):
+    container = av.open(video)
+    stream = container.streams.video[0]
+    stream.thread_type = "FRAME"
+    stream.thread_count = 4
+    stream.codec_context.options = {"debug": "pict"}
+    for i, frame in enumerate(container.decode(stream)):
+        if i == 4:
+            break
+    container.close()
+stop = True
+"""
+
+
 def child_pyav(p, b):
     """(18): PyAV's decode at DEBUG through three log callbacks."""
     import tempfile
@@ -941,12 +986,20 @@ def child_pyav(p, b):
         return elapsed * 1e3
 
     ms = interleaved(p["rounds"], {c: lambda c=c: decode(c) for c in ("default", "pyav", "pylogsink")})
+    spinner = {}
+    for callback in ("pyav", "pylogsink"):
+        try:
+            done = subprocess.run([sys.executable, "-c", PYAV_SPINNER, callback], capture_output=True, timeout=20)
+            spinner[callback] = "completed" if done.returncode == 0 else f"failed ({done.returncode})"
+        except subprocess.TimeoutExpired:
+            spinner[callback] = "hung"
     return {
         "frames": p["frames"],
         "av": av.__version__,
         "ms": {c: statistics.median(v) for c, v in ms.items()},
         "vs_default": median_ratio(ms["pylogsink"], ms["default"]),
         "pyav_vs": median_ratio(ms["pyav"], ms["pylogsink"]),
+        "spinner": spinner,
     }
 
 
@@ -1348,7 +1401,10 @@ def measure(quick, say, only=None):
 
     if want("pyav") and importlib.util.find_spec("av") is not None:
         say("PyAV decode at DEBUG: three log callbacks")
-        fig["pyav"] = run_child({"task": "pyav", **pick(BUDGET["pyav"], quick)}, "null")
+        f = fig["pyav"] = run_child({"task": "pyav", **pick(BUDGET["pyav"], quick)}, "null")
+        target("PyAV decode, pylogsink.ffmpeg / default", f["vs_default"], "<=", 1.1, "x")
+        target("PyAV decode, PyAV's callback / pylogsink", f["pyav_vs"], ">=", 1.5, "x")
+        target("PyAV early close, GIL spinning, hangs", int(f["spinner"]["pylogsink"] != "completed"), "<=", 0)
     elif want("pyav"):
         say("PyAV: not measured (av is not installed)")
 
@@ -1665,6 +1721,12 @@ def report(m, fig, targets, quick):
         for c in ("default", "pyav", "pylogsink"):
             lines.append(f"  {names[c]:<28}{f['ms'][c]:>9.1f}")
         lines.append(f"  pylogsink.ffmpeg / default {f['vs_default']:.2f}x; PyAV's callback / pylogsink.ffmpeg {f['pyav_vs']:.1f}x")
+        lines.append(
+            "  early close (50 x open, 4 frame threads, 5 frames, close) at DEBUG while a Python thread spins"
+        )
+        lines.append(
+            f"  on the GIL: PyAV's callback {f['spinner']['pyav']}, pylogsink.ffmpeg {f['spinner']['pylogsink']} (20 s each)"
+        )
     lines += ["", "Targets (SPEC)", f"  {'figure':<44}{'measured':>12}  {'target':<13} met"]
     for t in targets:
         limit = t["op"] + " " + fmt_num(t["limit"], t["unit"])
