@@ -2,11 +2,7 @@
 (docs/c-libraries.md): a failed query's message as a `logging` record."""
 
 import logging
-import sys
 import time
-
-if sys.platform == "win32":
-    sys.exit(0)  # pylogsink.sqlite: Linux and macOS
 
 import pylogsink.sqlite
 

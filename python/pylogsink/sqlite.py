@@ -10,7 +10,7 @@ becomes a record of target ``sqlite`` (``logging`` gets the logger
 ERROR. The function never calls Python: SQLite calls it under its own
 mutexes, most often with the GIL released. Where the records go is
 ``pylogsink.set_log_destination``'s, what is logged
-``pylogsink.set_log_filter``'s. Linux and macOS.
+``pylogsink.set_log_filter``'s. Linux, macOS and Windows.
 
 SQLite before 3.42 takes a log function only before it initializes, and
 ``import sqlite3`` initializes it: there, call ``install()`` before the
@@ -36,7 +36,7 @@ def install() -> str:
     Raises RuntimeError when SQLite refuses it (SQLite before 3.42, already
     initialized by ``import sqlite3``: the message says what to do), when
     this Python has no ``sqlite3``, or when its SQLite is linked into
-    ``_sqlite3`` privately; NotImplementedError on Windows.
+    ``_sqlite3`` privately.
     """
     path, _version = _sqlite_set_log(_module_file(), True)
     return os.path.normpath(path) if path else path
