@@ -17,6 +17,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
+from conftest import kernel_result
 
 av = pytest.importorskip("av", reason="PyAV (av) has no wheel for this CPython here, or is not installed")
 
@@ -231,3 +232,61 @@ print(error())
     assert "last error log: [mov,mp4,m4a,3gp,3g2,mj2] moov atom not found" in pyav
     assert "last error log" not in pylogsink
     assert "ERROR ffmpeg::mov,mp4,m4a,3gp,3g2,mj2] moov atom not found" in done.stderr
+
+
+def test_capsys_and_caplog_get_ffmpegs_lines_in_a_test_suite(video: Path, tmp_path: Path) -> None:
+    # As a user's suite would: installed where the test module starts; the
+    # decode begins right after pytest replaced sys.stderr for the test.
+    test = tmp_path / "test_decode.py"
+    test.write_text(
+        f"import logging, sys, time\nsys.argv[1:] = [{str(video)!r}]\n"
+        + INSTALLED
+        + """
+def wait_for(found):
+    deadline = time.monotonic() + 10
+    while not found() and time.monotonic() < deadline:
+        time.sleep(0.01)
+    return found()
+
+def test_capsys(capsys):
+    decode(times=5)
+    err = []
+    assert wait_for(lambda: err.append(capsys.readouterr().err) or " ffmpeg::mpeg4" in "".join(err))
+
+def test_caplog(caplog):
+    caplog.set_level(logging.DEBUG)
+    pylogsink.ffmpeg.set_log_destination("logging")
+    decode(times=5)
+    assert wait_for(lambda: any(r.name == "ffmpeg.mpeg4" for r in caplog.records))
+"""
+    )
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(test)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=tmp_path,
+    )
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    assert "2 passed" in done.stdout
+
+
+@pytest.mark.timeout(300)
+def test_a_kernels_cells_get_ffmpegs_lines_and_never_hang(video: Path, clean_env: dict[str, str]) -> None:
+    # The early-close loop in a real Jupyter kernel, two cells of 10
+    # rounds: each cell ends, with FFmpeg's lines in its own output.
+    pytest.importorskip("nbclient")
+    cells = [f"import sys\nsys.argv[1:] = [{str(video)!r}]\n" + INSTALLED, "decode(times=10)\n", "decode(times=10)\n"]
+    done = subprocess.run(
+        [sys.executable, str(Path(__file__).parent / "scripts" / "capture_kernel.py"), "-", "60"],
+        input="\0".join(cells),
+        capture_output=True,
+        text=True,
+        timeout=240,
+        env=clean_env,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    got = kernel_result(done.stdout)
+    assert got["timed_out"] is False and got["errors"] == [], got
+    for cell in got["cells"][1:]:
+        assert " ffmpeg::mpeg4" in cell.get("stderr", ""), cell
