@@ -67,6 +67,9 @@ export PIP_ROOT_USER_ACTION=ignore
 # (wurlitzer, ipykernel and the build tools serve tests that skip on Windows).
 "$win/bin/winpython" -c "import pytest, pytest_timeout" 2>/dev/null \
   || "$win/bin/winpip" "pytest>=8" "pytest-timeout>=2.3"
+# PyAV, for tests/test_ffmpeg.py (its win_amd64 wheel is abi3 for 3.12+;
+# pip would check that against the CPython running pip, not this one).
+"$win/bin/winpython" -c "import av" 2>/dev/null || "$win/bin/winpip" --ignore-requires-python av
 
 step "a C runtime driven by ctypes (tests/c_abi/ctypes_rt.c), built with MinGW against the installed package"
 # The C ABI from the wheel just installed: its header and static library,

@@ -11,6 +11,7 @@ threads, 5 frames, close.
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 import textwrap
@@ -20,9 +21,6 @@ import pytest
 from conftest import kernel_result
 
 av = pytest.importorskip("av", reason="PyAV (av) has no wheel for this CPython here, or is not installed")
-
-if sys.platform == "win32":
-    pytest.skip("pylogsink.ffmpeg works on Linux and macOS only", allow_module_level=True)
 
 # 30 frames of noise, 320x240, mpeg4: enough for 4 frame threads to be busy.
 MAKE_VIDEO = """
@@ -118,7 +116,7 @@ def test_pyav_callback_hangs_closing_a_decoder_early(video: Path) -> None:
 def test_installed_no_hang_and_the_records_reach_logging(video: Path) -> None:
     for _ in range(10):
         got = result(run(INSTALLED_TO_LOGGING, video))
-        assert got["paths"] and all("libavutil" in Path(p).name for p in got["paths"]), got["paths"]
+        assert got["paths"] and all("avutil" in Path(p).name for p in got["paths"]), got["paths"]
         assert got["names"].get("ffmpeg.mpeg4", 0) > 0, got["names"]
 
 
@@ -192,7 +190,9 @@ print(json.dumps({"paths": paths}))
     )
     done = run(code, video)
     assert result(done)["paths"]
-    assert "[mpeg4 @ 0x" in done.stderr, done.stderr[-2000:]
+    # FFmpeg's own format: the context's address as %p prints it (0x...
+    # with glibc, bare hex digits on Windows).
+    assert re.search(r"\[mpeg4 @ (0x)?[0-9a-fA-F]+\]", done.stderr), done.stderr[-2000:]
     assert " ffmpeg::mpeg4" not in done.stderr
 
 

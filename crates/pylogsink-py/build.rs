@@ -22,9 +22,9 @@
 //! glibc 2.28. It runs again only when the sources it is built from change,
 //! or when its outputs are gone.
 //!
-//! It also compiles `src/ffmpeg_callback.c` into the extension (Linux and
-//! macOS): FFmpeg's log callback for `pylogsink.ffmpeg`, in C because it
-//! takes a va_list.
+//! It also compiles `src/ffmpeg_callback.c` into the extension (Linux,
+//! macOS and Windows): FFmpeg's log callback for `pylogsink.ffmpeg`, in C
+//! because it takes a va_list.
 use std::env;
 use std::ffi::OsString;
 use std::fs;
@@ -65,7 +65,7 @@ fn main() {
     let target = env::var("TARGET").expect("TARGET");
     if matches!(
         env::var("CARGO_CFG_TARGET_OS").as_deref(),
-        Ok("linux" | "macos")
+        Ok("linux" | "macos" | "windows")
     ) {
         cc::Build::new()
             .file("src/ffmpeg_callback.c")

@@ -6,8 +6,8 @@ import sys
 import tempfile
 from pathlib import Path
 
-if importlib.util.find_spec("av") is None or sys.platform == "win32":
-    sys.exit(0)  # no PyAV wheel for this CPython; pylogsink.ffmpeg: Linux and macOS
+if importlib.util.find_spec("av") is None:
+    sys.exit(0)  # no PyAV wheel for this CPython
 
 import av
 

@@ -15,7 +15,7 @@ Python: each line becomes a pylogsink record, with the target
 filter decides what is logged (``set_log_filter("ffmpeg=debug")``), not
 FFmpeg's level; where the records go is ``set_log_destination``'s
 (``"stderr"``: a replaced ``sys.stderr`` too, such as pytest's capture; or
-``"logging"``). Linux and macOS.
+``"logging"``). Linux, macOS and Windows.
 
 Call ``install()`` after ``import av``: PyAV sets its own callback when it
 is imported, and again at each ``av.logging.set_level()``. While installed,
@@ -60,8 +60,7 @@ def install() -> list[str]:
     Call it after ``import av`` (or the import that loads FFmpeg) and after
     any ``av.logging.set_level()``: each of those puts PyAV's callback
     back. While installed, ``av.logging.set_level`` installs pylogsink's
-    again after it. Raises RuntimeError when no libavutil is loaded, and
-    NotImplementedError on Windows.
+    again after it. Raises RuntimeError when no libavutil is loaded.
     """
     global _installed
     paths = _ffmpeg_install()

@@ -11,11 +11,21 @@
  * class_name and item_name, and a context that logs starts with a pointer
  * to its AVClass.
  */
-#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#ifdef _WIN32
+#include <windows.h>
+#else
+#include <pthread.h>
+#endif
+
+#ifdef _MSC_VER
+#define THREAD_LOCAL __declspec(thread)
+#else
+#define THREAD_LOCAL _Thread_local
+#endif
 
 /* ffmpeg.rs; levels are pylogsink's, 0 (trace) to 4 (error). */
 int pylogsink_py_ffmpeg_enabled(int level, const char *target);
@@ -49,7 +59,7 @@ static void target_of(void *avcl, char *target, size_t size) {
    (its macroblock dumps), and only the last part ends in '\n'. */
 #define LINE_BYTES 2048
 #define LONG_LINE_BYTES (64 * 1024)
-static _Thread_local struct {
+static THREAD_LOCAL struct {
     char text[LINE_BYTES];
     size_t len;
     int level;
@@ -64,7 +74,30 @@ static void emit_part(void) {
 }
 
 /* A part whose line never ends is logged when its thread ends (the
-   process's first thread: at exit), if nothing logs it before. */
+   process's first thread: at exit), if nothing logs it before: a
+   thread-specific key's destructor (POSIX), a fiber-local slot's callback
+   (Windows), which run on the ending thread. watch_part_end arms it for
+   the calling thread. */
+#ifdef _WIN32
+static DWORD part_slot = FLS_OUT_OF_INDEXES;
+static INIT_ONCE part_once = INIT_ONCE_STATIC_INIT;
+static void WINAPI part_at_thread_end(void *unused) {
+    (void)unused;
+    emit_part();
+}
+static BOOL CALLBACK make_part_slot(INIT_ONCE *once, void *param, void **context) {
+    (void)once;
+    (void)param;
+    (void)context;
+    part_slot = FlsAlloc(part_at_thread_end);
+    if (part_slot != FLS_OUT_OF_INDEXES) atexit(emit_part);
+    return TRUE;
+}
+static void watch_part_end(void) {
+    InitOnceExecuteOnce(&part_once, make_part_slot, NULL, NULL);
+    if (part_slot != FLS_OUT_OF_INDEXES) FlsSetValue(part_slot, &line); /* non-null: the callback runs */
+}
+#else
 static pthread_key_t part_key;
 static pthread_once_t part_once = PTHREAD_ONCE_INIT;
 static void part_at_thread_end(void *unused) {
@@ -74,6 +107,11 @@ static void part_at_thread_end(void *unused) {
 static void make_part_key(void) {
     if (pthread_key_create(&part_key, part_at_thread_end) == 0) atexit(emit_part);
 }
+static void watch_part_end(void) {
+    pthread_once(&part_once, make_part_key);
+    pthread_setspecific(part_key, &line); /* non-null: the destructor runs */
+}
+#endif
 
 void pylogsink_py_ffmpeg_callback(void *avcl, int av_level, const char *fmt, va_list args) {
     char target[64];
@@ -117,7 +155,6 @@ void pylogsink_py_ffmpeg_callback(void *avcl, int av_level, const char *fmt, va_
     if (line.text[line.len - 1] == '\n') {
         emit_part();
     } else {
-        pthread_once(&part_once, make_part_key);
-        pthread_setspecific(part_key, &line); /* non-null: the destructor runs */
+        watch_part_end();
     }
 }
