@@ -11,6 +11,9 @@
  * class_name and item_name, and a context that logs starts with a pointer
  * to its AVClass.
  */
+#ifdef _MSC_VER
+#define _CRT_SECURE_NO_WARNINGS /* vsnprintf is C99's here, not a warning */
+#endif
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
