@@ -10,9 +10,11 @@ fresh process controls. The SQLite differs by CPython here: the system's
 from __future__ import annotations
 
 import json
+import os
 import sqlite3
 import subprocess
 import sys
+import sysconfig
 import textwrap
 from pathlib import Path
 
@@ -143,7 +145,7 @@ def test_install_after_import_sqlite3_says_why_and_what_to_do() -> None:
     assert message is not None, "install() after import sqlite3 did not raise"
     assert f"SQLite {sqlite3.sqlite_version} is already initialized" in message
     assert "before the first `import sqlite3`" in message
-    assert "startup file" in message and ".pth" in message
+    assert "IPython and Jupyter" in message and "a .pth file" in message
 
 
 @pytest.mark.skipif(not ANYTIME, reason=f"needs SQLite 3.42 or later, which takes a log at any time; {VERSION}")
@@ -222,3 +224,54 @@ def test_uninstall_takes_the_log_function_out() -> None:
         """
     )
     assert got == {"errors": 0}
+
+
+# Reports whether SQLite's log was taken, and SQLite's own counting of it:
+# a failed query, then the errors pylogsink counted.
+FAIL_AND_COUNT = (
+    "import sqlite3, pylogsink\n"
+    "try:\n"
+    "    sqlite3.connect(':memory:').execute('select * from nope')\n"
+    "except sqlite3.OperationalError:\n"
+    "    pass\n"
+    "print('errors', pylogsink.log_stats()['error'])\n"
+)
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="IPython is not installed in the Windows lane")
+def test_in_ipython_a_startup_file_comes_too_late_and_a_pth_line_does_not(tmp_path: Path) -> None:
+    pytest.importorskip("IPython")
+    # IPython imports sqlite3 (its history) before it runs startup files.
+    startup = tmp_path / "ipython" / "profile_default" / "startup"
+    startup.mkdir(parents=True)
+    (startup / "00-pylogsink.py").write_text(
+        "import pylogsink.sqlite\n"
+        "try:\n"
+        "    pylogsink.sqlite.install()\n"
+        "except RuntimeError:\n"
+        "    print('refused')\n"
+    )
+    env = {**os.environ, "IPYTHONDIR": str(tmp_path / "ipython")}
+    done = subprocess.run(
+        [sys.executable, "-m", "IPython", "-c", FAIL_AND_COUNT], capture_output=True, text=True, timeout=60, env=env
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert ("refused" in done.stdout) is not ANYTIME, done.stdout
+    assert ("errors 1" in done.stdout) is ANYTIME, done.stdout
+    # An environment whose site-packages holds the .pth line: a venv of its
+    # own, which sees this one's packages through a .pth of paths.
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True, timeout=60)
+    python = venv / "bin" / "python"
+    purelib = subprocess.run(
+        [str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+        capture_output=True, text=True, check=True, timeout=60,
+    ).stdout.strip()  # fmt: skip
+    (Path(purelib) / "000-these-tests.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
+    (Path(purelib) / "pylogsink-sqlite.pth").write_text("import pylogsink.sqlite; pylogsink.sqlite.install()\n")
+    env["IPYTHONDIR"] = str(tmp_path / "ipython-without-startup-files")
+    done = subprocess.run(
+        [str(python), "-m", "IPython", "-c", FAIL_AND_COUNT], capture_output=True, text=True, timeout=60, env=env
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "errors 1" in done.stdout and "refused" not in done.stdout, done.stdout

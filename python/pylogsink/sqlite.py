@@ -14,9 +14,10 @@ mutexes, most often with the GIL released. Where the records go is
 
 SQLite before 3.42 takes a log function only before it initializes, and
 ``import sqlite3`` initializes it: there, call ``install()`` before the
-first ``import sqlite3`` (IPython imports it at start: use a startup
-file), or ``install()`` raises RuntimeError saying so. SQLite 3.42 and
-later take it at any time.
+first ``import sqlite3`` (IPython and Jupyter import it before their
+startup files: use a ``.pth`` file, which Python runs as it starts), or
+``install()`` raises RuntimeError saying so. SQLite 3.42 and later take
+it at any time.
 """
 
 from __future__ import annotations

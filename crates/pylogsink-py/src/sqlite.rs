@@ -108,10 +108,10 @@ fn too_late(version: &str) -> String {
     format!(
         "SQLite {version} is already initialized (`import sqlite3` does it), and SQLite before \
          3.42 takes a log function only before that. Call pylogsink.sqlite.install() before the \
-         first `import sqlite3`: at the top of the program; in Jupyter and IPython, which import \
-         sqlite3 at start, in a startup file (~/.ipython/profile_default/startup/00-pylogsink.py); \
-         or for every program of an environment, in a .pth file in site-packages holding the \
-         line `import pylogsink.sqlite; pylogsink.sqlite.install()`"
+         first `import sqlite3`: at the top of the program; where something imports sqlite3 \
+         before the program's code runs (IPython and Jupyter do, before their startup files), \
+         in a .pth file in the environment's site-packages holding the line \
+         `import pylogsink.sqlite; pylogsink.sqlite.install()`, which Python runs as it starts"
     )
 }
 
