@@ -275,3 +275,30 @@ def test_in_ipython_a_startup_file_comes_too_late_and_a_pth_line_does_not(tmp_pa
     )
     assert done.returncode == 0, done.stderr[-3000:]
     assert "errors 1" in done.stdout and "refused" not in done.stdout, done.stdout
+
+
+def test_hostile_bytes_in_a_message_are_escaped_and_a_huge_one_arrives_as_sqlite_cut_it() -> None:
+    # SQLite's own sqlite3_log, called as SQLite calls it for its messages:
+    # invalid UTF-8 and a terminal's escape sequence, then 100 kB (SQLite
+    # formats a log message into a small buffer of its own, and cuts it).
+    got = run(
+        """
+        import ctypes, json, pylogsink.sqlite
+        path = pylogsink.sqlite.install()
+        import sqlite3
+        """,
+        COUNT,
+        """
+        sqlite = ctypes.CDLL(path)
+        sqlite.sqlite3_log(1, b"%s", b"bad \\xff\\x1b[31m red\\n next")
+        sqlite.sqlite3_log(28, b"%s", b"y" * 100_000)
+        records = wait_for(2)
+        print(json.dumps({"records": [r[:3] for r in records]}))
+        """,
+    )
+    (name, level, message), (_, warn, huge) = got["records"]
+    assert (name, level) == ("sqlite", "ERROR")
+    assert message.startswith("bad \\xff\\x1b[31m red") and message.endswith(" (code 1)"), message
+    assert "\x1b" not in message and "\ufffd" not in message, message
+    assert warn == "WARNING" and huge.endswith(" (code 28)"), huge
+    assert set(huge[: -len(" (code 28)")]) == {"y"}, huge

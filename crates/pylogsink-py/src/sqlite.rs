@@ -65,15 +65,17 @@ unsafe extern "C" fn log(_arg: *mut c_void, code: c_int, message: *const c_char)
         if !pylogsink::enabled(level, "sqlite") {
             return;
         }
-        let text = if message.is_null() {
-            String::new()
+        // The message's bytes as SQLite gave them: pylogsink escapes
+        // what is not printable UTF-8.
+        let mut line = if message.is_null() {
+            Vec::new()
         } else {
             // SAFETY: SQLite passes a NUL-terminated message, alive for
             // this call.
-            String::from_utf8_lossy(unsafe { CStr::from_ptr(message) }.to_bytes()).into_owned()
+            unsafe { CStr::from_ptr(message) }.to_bytes().to_vec()
         };
-        let line = format!("{text} (code {code})");
-        pylogsink::emit(level, "sqlite", "", 0, line.as_bytes());
+        line.extend_from_slice(format!(" (code {code})").as_bytes());
+        pylogsink::emit(level, "sqlite", "", 0, &line);
     });
 }
 
