@@ -27,6 +27,23 @@ import pytest
 
 T = TypeVar("T")
 
+if sys.platform == "win32":
+    # Under wine on a loaded machine, CreateProcess now and then fails with
+    # ERROR_INTERNAL_ERROR (1359) before the child exists: one more try, so
+    # that wine's failure to start a child is not read as pylogsink's.
+    _start_child = subprocess.Popen._execute_child  # type: ignore[attr-defined]
+
+    def _execute_child_again_after_wines_1359(self: subprocess.Popen[Any], *args: Any) -> None:
+        try:
+            _start_child(self, *args)
+        except OSError as err:
+            if getattr(err, "winerror", None) != 1359:
+                raise
+            time.sleep(0.5)
+            _start_child(self, *args)
+
+    subprocess.Popen._execute_child = _execute_child_again_after_wines_1359  # type: ignore[attr-defined]
+
 # How a child that crashed ends, as subprocess tells it: killed by the
 # signal on Linux; on Windows with the exception's code for an access
 # violation (a segfault), with status 3 for abort() (the C runtime raises

@@ -118,6 +118,15 @@ pub(crate) fn attached() -> Option<bool> {
     Some(std::ptr::eq(current, own.cast()))
 }
 
+/// Whether the calling thread has a Python thread state (a `threading`
+/// thread, the main thread, or a thread attached to the interpreter), GIL
+/// or not.
+pub(crate) fn has_thread_state() -> bool {
+    // SAFETY: `PyGILState_GetThisThreadState` reads a thread-local and may
+    // be called on any thread, GIL or not.
+    !unsafe { pyo3::ffi::PyGILState_GetThisThreadState() }.is_null()
+}
+
 /// The address of CPython's function `name`, if the running interpreter
 /// exports it.
 #[cfg(unix)]

@@ -629,7 +629,12 @@ fn stamp<'py>(
     let name = match thread_names.iter().find(|(id, _)| *id == record.native_id) {
         Some((_, name)) => name.clone(),
         None => {
-            let name = match python_thread(py, state, record)? {
+            let thread = if record.python {
+                python_thread(py, state, record)?
+            } else {
+                None
+            };
+            let name = match thread {
                 Some(thread) => thread.getattr(n.name.bind(py))?,
                 None => PyString::new(py, &record.thread_name).into_any(),
             };
@@ -646,7 +651,9 @@ fn stamp<'py>(
 /// its `Thread` object while one lives (`threading._dangling`, where
 /// `threading` keeps every `Thread` until it is freed). Both are checked
 /// against the OS thread id, since a new thread often gets the id
-/// (`pthread_t`) of one that ended.
+/// (`pthread_t`) of one that ended; asked only for a record whose thread
+/// had a Python thread state, since on Windows a native thread soon gets
+/// the id of a Python thread that ended.
 fn python_thread<'py>(
     py: Python<'py>,
     state: &State,

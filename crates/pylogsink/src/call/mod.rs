@@ -323,6 +323,9 @@ pub(crate) fn at_init(py: Python<'_>) {
     // does not hold the GIL (dest::patience): this is how it tells.
     capi::find_thread_state(py);
     crate::dest::patience::set_gil_check(capi::attached);
+    // A record's thread is looked up among Python's only if it had a
+    // Python thread state (an OS thread id is soon reused on Windows).
+    crate::core::thread::set_python_thread_check(capi::has_thread_state);
     if let Err(err) = logging::ensure_thread(py) {
         err.write_unraisable(py, None);
     }

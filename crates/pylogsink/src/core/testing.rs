@@ -158,6 +158,7 @@ pub(crate) fn pending_records(n: usize) -> Vec<crate::dest::pending::PendingReco
                     thread: 1,
                     name: "t".into(),
                     native_id: 1,
+                    python: false,
                 },
             )
         })

@@ -21,7 +21,7 @@ use crate::record::{lock, Level};
 use crate::sys;
 use std::cell::{Cell, RefCell};
 use std::sync::atomic::Ordering;
-use std::sync::{Arc, MutexGuard};
+use std::sync::{Arc, MutexGuard, OnceLock};
 use std::time::Duration;
 
 thread_local! {
@@ -290,7 +290,17 @@ pub(crate) fn identity() -> Identity {
         thread: current_id(),
         name: os_thread_name().into(),
         native_id: sys::thread_id(),
+        python: PYTHON_THREAD.get().is_some_and(|has_state| has_state()),
     }
+}
+
+/// Tells whether the calling thread has a Python thread state, GIL or not.
+/// Set by the Python edge at init; before, no thread counts as Python's.
+static PYTHON_THREAD: OnceLock<fn() -> bool> = OnceLock::new();
+
+/// The Python edge's way to tell whether the calling thread is Python's.
+pub(crate) fn set_python_thread_check(check: fn() -> bool) {
+    let _ = PYTHON_THREAD.set(check);
 }
 
 /// This thread's id as Python's `threading.get_ident` gives it.

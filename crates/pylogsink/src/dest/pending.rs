@@ -51,6 +51,10 @@ pub(crate) struct PendingRecord {
     /// That thread's id in the OS (Python's `Thread.native_id`), which
     /// tells it from a later thread given the same `thread`.
     pub native_id: u64,
+    /// Whether that thread had a Python thread state (a `threading`
+    /// thread, or one attached to the interpreter) when it first logged:
+    /// only then is its name looked up among Python's threads.
+    pub python: bool,
 }
 
 /// Who logged a record: [`PendingRecord`]'s `thread`, `thread_name` and
@@ -60,6 +64,7 @@ pub(crate) struct Identity {
     pub thread: u64,
     pub name: Arc<str>,
     pub native_id: u64,
+    pub python: bool,
 }
 
 impl PendingRecord {
@@ -82,6 +87,7 @@ impl PendingRecord {
             thread: thread.thread,
             thread_name: thread.name,
             native_id: thread.native_id,
+            python: thread.python,
         }
     }
 
@@ -639,6 +645,7 @@ mod tests {
                 thread: 1,
                 name: "worker".into(),
                 native_id: 11,
+                python: false,
             },
         )
     }
@@ -769,6 +776,7 @@ mod tests {
                 thread: 1,
                 name: "t".into(),
                 native_id: 1,
+                python: false,
             },
         );
         assert_eq!(r.message, "bad \\x1b[2J\\xff\n    next");
