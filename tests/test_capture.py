@@ -838,11 +838,12 @@ with pylogsink.capture_output():
 @pytest.mark.parametrize("streams", ["own", "replaced"])
 def test_c_exit_inside_a_capture_keeps_the_last_words(streams: str, tmp_path: Path) -> None:
     # Without the capture the lines are there 10 times in 10; a capture
-    # kept the stderr line about once in 10 runs. With the streams replaced
-    # a line is in the stream (delivered before the exit) or on the
-    # original descriptor (the exit's hook): rarely both, when the exit
-    # came while pylogsink's thread was writing it (a repeat is better than
-    # a loss), never neither.
+    # kept the stderr line about once in 10 runs. A line is in the stream
+    # (delivered before the exit) or on the original descriptor (the
+    # exit's hook): rarely both, when the exit came while pylogsink's
+    # thread was writing it and the thread was not done within the stall
+    # wait (a loaded machine: once in about 70 runs of the own streams in
+    # three CI runs; a repeat is better than a loss), never neither.
     def once(_: int) -> tuple[int, int, int]:
         for name in ("stdout", "stderr"):
             (tmp_path / name).write_bytes(b"")
@@ -856,10 +857,7 @@ def test_c_exit_inside_a_capture_keeps_the_last_words(streams: str, tmp_path: Pa
         )
 
     runs = [once(run) for run in range(10)]
-    if streams == "own":
-        assert runs == [(1, 1, 1)] * 10
-    else:
-        assert all(code == 1 and err in (1, 2) and out in (1, 2) for code, err, out in runs), runs
+    assert all(code == 1 and err in (1, 2) and out in (1, 2) for code, err, out in runs), runs
 
 
 @pytest.mark.timeout(120)
