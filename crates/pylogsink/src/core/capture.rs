@@ -467,10 +467,11 @@ pub(crate) fn stop() -> bool {
 /// that gives up calls `exit()`, which runs the C `atexit` hooks and no
 /// Python, while a capture may be on and its drain thread mid-read: the
 /// line that explains the exit is then in a pipe or in the lines that
-/// wait. Here they go to the original descriptors, as a crash writes them
-/// ([`visit`], [`write_rest_at_crash`]), and fd 1 and fd 2 point at the
-/// originals again, so that what C stdio flushes after the hooks (a
-/// `printf` to a pipe waits in its buffer until then) lands there too.
+/// wait. Here they are taken from there ([`take_rest_at_exit`]) and from
+/// the pipes ([`write_rest_at_crash`]) to the original descriptors, and
+/// fd 1 and fd 2 point at the originals again, so that what C stdio
+/// flushes after the hooks (a `printf` to a pipe waits in its buffer until
+/// then) lands there too.
 extern "C" fn write_at_c_exit() {
     let _ = std::panic::catch_unwind(|| {
         if !is_on() {
@@ -493,7 +494,11 @@ extern "C" fn write_at_c_exit() {
         let mut write = |fd: RawFd, text: &[u8]| {
             fd::write_with_room(fd, text, wait);
         };
-        visit(&mut |fd, kept| write(fd, kept.lines_bytes()));
+        for stream in &STREAMS {
+            if let Some((fd, text)) = take_rest_at_exit(stream) {
+                write(fd, &text);
+            }
+        }
         write_rest_at_crash(&mut write);
         for stream in &STREAMS {
             restore(stream);
@@ -965,6 +970,27 @@ fn visit_stream(stream: &Stream, text: &mut dyn FnMut(i32, &Kept)) -> usize {
     }
 }
 
+/// For the exit hook, in place of [`visit_stream`]: the lines Python took
+/// and has not written yet, those that wait, and the line not yet ended,
+/// with the descriptor they go to. Taken where a crash copies them: the
+/// drain thread runs on until the process ends, and would write them a
+/// second time. None if the stream has no original or its lock stayed held.
+fn take_rest_at_exit(stream: &Stream) -> Option<(RawFd, Vec<u8>)> {
+    let saved = stream.saved.load(Ordering::Relaxed);
+    if saved < 0 {
+        return None;
+    }
+    let mut waiting = lock_at_crash(&stream.waiting)?;
+    let handed = std::mem::replace(&mut waiting.handed, Kept::with_cap(BUDGET));
+    let mut text = handed.lines_bytes().to_vec();
+    text.extend_from_slice(&waiting.kept.take().text);
+    waiting
+        .lines
+        .flush(&mut |line, _| text.extend_from_slice(line));
+    drop(waiting);
+    Some((saved, text))
+}
+
 /// For the crash handler, before [`visit`]: stops the pipes' reading
 /// until the guards drop, so that no byte moves from a pipe into the lines
 /// between the handler's look at the lines and its read of the pipes
@@ -1177,6 +1203,27 @@ mod tests {
             got.extend_from_slice(text);
         });
         assert_eq!(got, b"drained, no end and still in the pipe\n");
+        close_all(&[input[0], input[1], output[0], output[1]]);
+    }
+
+    #[test]
+    fn the_exit_hook_takes_what_waits_so_the_drain_thread_writes_it_no_more() {
+        let (stream, input, output) = stream(false);
+        let mut buffer = vec![0u8; 1024];
+        // Read, not yet passed on, when `exit()` runs the hook.
+        write(input[1], b"fatal: the last words\nno end");
+        read_pipe(&stream, input[0], &mut buffer, BUDGET);
+        let (fd, text) = take_rest_at_exit(&stream).unwrap();
+        assert_eq!(
+            (fd, text.as_slice()),
+            (output[1], &b"fatal: the last words\nno end"[..])
+        );
+        // The drain thread, still running, finds nothing left to write.
+        pass_on(&stream, Duration::ZERO);
+        lock(&stream.waiting)
+            .lines
+            .flush(&mut |_, _| panic!("the partial line again"));
+        assert_eq!(read_all(output[0]), b"");
         close_all(&[input[0], input[1], output[0], output[1]]);
     }
 
