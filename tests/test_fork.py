@@ -378,8 +378,10 @@ def test_the_child_gets_nothing_the_parent_had_waiting() -> None:
         # This thread keeps the GIL (no switch for 100 s, no blocking call),
         # so the five records still wait, undelivered, when it forks.
         sys.setswitchinterval(100)
-        pylogsink.runtime.start_background_logger(5)
+        # Counted before the logger starts: it needs no GIL, and may be
+        # done before the next line runs.
         before = pylogsink.runtime.log_stats()["emitted"]
+        pylogsink.runtime.start_background_logger(5)
         while pylogsink.runtime.log_stats()["emitted"] < before + 5:
             pass
         pid = os.fork()
