@@ -244,6 +244,7 @@ BUDGET = {
 }
 # Where bench/build.sh builds the C library test extensions.
 C_LIBRARIES = os.path.join(HERE, "target", "c_libraries")
+NOISE_VIDEO = os.path.join(HERE, "..", "tests", "scripts", "noise_video.py")
 TARGET = "myruntime::backend"
 PER_TARGET_FILTER = "info,myruntime::noisy=off"
 # 1,000 targets, the most a filter may name: 999 beside the one of PER_TARGET_FILTER.
@@ -905,19 +906,10 @@ def child_ffmpeg(p, b):
 
 # (18)'s hang check: PyAV's early close (50 rounds: open, 4 frame threads,
 # 5 frames, close with the GIL held) at DEBUG, while a Python thread spins
-# on the GIL, through the callback named by argv[1].
+# on the GIL, through the callback named by argv[1], on the video argv[2].
 PYAV_SPINNER = """
-import random, sys, tempfile, threading, av, pylogsink.ffmpeg
-video = tempfile.mkdtemp() + "/noise.mp4"
-with av.open(video, "w") as out:
-    stream = out.add_stream("mpeg4", rate=30)
-    stream.width, stream.height, stream.pix_fmt = 320, 240, "yuv420p"
-    for i in range(30):
-        frame = av.VideoFrame(320, 240, "yuv420p")
-        for plane in frame.planes:
-            plane.update(random.Random(i).randbytes(plane.buffer_size))
-        out.mux(stream.encode(frame))
-    out.mux(stream.encode())
+import sys, threading, av, pylogsink.ffmpeg
+video = sys.argv[2]
 sys.setswitchinterval(0.005)
 stop = False
 def spin():
@@ -987,12 +979,15 @@ def child_pyav(p, b):
 
     ms = interleaved(p["rounds"], {c: lambda c=c: decode(c) for c in ("default", "pyav", "pylogsink")})
     spinner = {}
+    noise = os.path.join(os.path.dirname(video), "noise.mp4")
+    subprocess.run([sys.executable, NOISE_VIDEO, noise], check=True, timeout=60)
     for callback in ("pyav", "pylogsink"):
         try:
-            done = subprocess.run([sys.executable, "-c", PYAV_SPINNER, callback], capture_output=True, timeout=20)
+            done = subprocess.run([sys.executable, "-c", PYAV_SPINNER, callback, noise], capture_output=True, timeout=20)
             spinner[callback] = "completed" if done.returncode == 0 else f"failed ({done.returncode})"
         except subprocess.TimeoutExpired:
             spinner[callback] = "hung"
+    shutil.rmtree(os.path.dirname(video), ignore_errors=True)
     return {
         "frames": p["frames"],
         "av": av.__version__,

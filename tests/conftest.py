@@ -88,6 +88,18 @@ def python(code: str, timeout: float = 60, **kwargs: Any) -> subprocess.Complete
     )
 
 
+def child_pytest(test: Path, *args: str, timeout: float = 120, **kwargs: Any) -> subprocess.CompletedProcess[str]:
+    """Runs pytest on the file ``test``, with ``args``, in a fresh
+    interpreter; raises TimeoutExpired on a hang."""
+    return subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *args, str(test)],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        **kwargs,
+    )
+
+
 def kernel_result(stdout: str) -> dict[str, Any]:
     """The result a script of tests/scripts that drives a Jupyter kernel
     printed (cell_streams.print_result): the last marked line, whatever the

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 import pylogsink
-from conftest import COUNT_RECORDS, python, records
+from conftest import COUNT_RECORDS, child_pytest, python, records
 
 
 def child_env(**extra: str) -> dict[str, str]:
@@ -210,13 +210,6 @@ def test_pytest_xdist_capsys_gets_every_line_of_four_native_threads_in_every_tes
     # threads that log 300 lines apiece (some 100 KB per test).
     suite = tmp_path / "test_fan_out.py"
     suite.write_text(XDIST_SUITE)
-    done = subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-n", "2", str(suite)],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        env=child_env(),
-        cwd=str(tmp_path),
-    )
+    done = child_pytest(suite, "-n", "2", timeout=300, env=child_env(), cwd=str(tmp_path))
     assert done.returncode == 0, done.stdout[-3000:]
     assert "40 passed" in done.stdout

@@ -18,23 +18,12 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from conftest import kernel_result
+from conftest import child_pytest, kernel_result
 
 av = pytest.importorskip("av", reason="PyAV (av) has no wheel for this CPython here, or is not installed")
 
-# 30 frames of noise, 320x240, mpeg4: enough for 4 frame threads to be busy.
-MAKE_VIDEO = """
-import random, sys, av
-with av.open(sys.argv[1], "w") as out:
-    stream = out.add_stream("mpeg4", rate=30)
-    stream.width, stream.height, stream.pix_fmt = 320, 240, "yuv420p"
-    for i in range(30):
-        frame = av.VideoFrame(320, 240, "yuv420p")
-        for plane in frame.planes:
-            plane.update(random.Random(i).randbytes(plane.buffer_size))
-        out.mux(stream.encode(frame))
-    out.mux(stream.encode())
-"""
+# The video each child decodes (written once per module).
+NOISE_VIDEO = Path(__file__).parent / "scripts" / "noise_video.py"
 
 # The early-close loop, and what the child ends with (the video is argv[1]).
 DECODE = """
@@ -89,7 +78,7 @@ print(json.dumps({"paths": paths, "names": Count.names}))
 @pytest.fixture(scope="module")
 def video(tmp_path_factory: pytest.TempPathFactory) -> Path:
     path = tmp_path_factory.mktemp("ffmpeg") / "noise.mp4"
-    done = subprocess.run([sys.executable, "-c", MAKE_VIDEO, str(path)], capture_output=True, text=True, timeout=60)
+    done = subprocess.run([sys.executable, str(NOISE_VIDEO), str(path)], capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
     return path
 
@@ -267,13 +256,7 @@ def test_caplog(caplog):
     assert wait_for(lambda: any(r.name == "ffmpeg.mpeg4" for r in caplog.records))
 """
     )
-    done = subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(test)],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        cwd=tmp_path,
-    )
+    done = child_pytest(test, cwd=tmp_path)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     assert "2 passed" in done.stdout
 

@@ -27,7 +27,7 @@ import pytest
 
 import pylogsink
 import pylogsink_testext as testext
-from conftest import ABORTED, logging_destination, python, read_line_within, records, wait_until
+from conftest import ABORTED, child_pytest, logging_destination, python, read_line_within, records, wait_until
 
 RUNTIME = Path(__file__).parent.parent / "crates" / "pylogsink-py" / "src" / "runtime.rs"
 DEMO = "_pylogsink.runtime"
@@ -233,11 +233,10 @@ def test_pytest_log_level_debug_lets_caplog_see_debug_records(tmp_path: Path) ->
             """
         )
     )
-    cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(test)]
-    with_flag = subprocess.run([*cmd, "--log-level=DEBUG"], capture_output=True, text=True, timeout=120, env=child_env())
+    with_flag = child_pytest(test, "--log-level=DEBUG", env=child_env())
     assert with_flag.returncode == 0, with_flag.stdout + with_flag.stderr
     # Without it, the root logger's WARNING decides: the flag is what did it.
-    without = subprocess.run(cmd, capture_output=True, text=True, timeout=120, env=child_env())
+    without = child_pytest(test, env=child_env())
     assert without.returncode == 1 and "assert [] ==" in without.stdout, without.stdout
 
 

@@ -19,6 +19,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
+from conftest import child_pytest
 
 # SQLite 3.42 takes a log function at any time; before, only before it
 # initializes, which `import sqlite3` does.
@@ -92,13 +93,7 @@ def test_install_before_import_sqlite3_makes_a_failed_querys_message_a_record_in
             """
         )
     )
-    done = subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(test)],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        cwd=tmp_path,
-    )
+    done = child_pytest(test, timeout=60, cwd=tmp_path)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     assert "1 passed" in done.stdout
 
