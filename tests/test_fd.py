@@ -299,22 +299,22 @@ def test_threads_write_whole_lines() -> None:
 # the program's data file: its next open(), before pylogsink's import or
 # after it. Lines from a call and from a native thread outside any call:
 # none may reach the data file. A deliberate dup2 onto fd 2 afterwards is
-# followed.
+# followed. LOGGED is what it logs while the file holds fd 2.
+LOGGED = "pylogsink.runtime.log_lines(200)\npylogsink.runtime.start_background_logger(200).join()"
 CLOSED_FD2 = """
 import os, sys, time
-path = sys.argv[1]
+path, logged_bytes = sys.argv[1], int(sys.argv[2])
 {open_before}
 import pylogsink
 {open_after}
 assert data.fileno() == 2, data.fileno()
-pylogsink.runtime.log_lines(200)
-pylogsink.runtime.start_background_logger(200).join()
+{logged}
 data.write("the program's data\\n")
 data.flush()
 # The thread's lines outside any call may wait for pylogsink's Python
 # thread a moment (CPython 3.11): until they are refused too, at most 10 s.
 deadline = time.monotonic() + 10
-while pylogsink.runtime.log_stats()["failed_bytes"] < 400 * 80 and time.monotonic() < deadline:
+while pylogsink.runtime.log_stats()["failed_bytes"] < logged_bytes and time.monotonic() < deadline:
     time.sleep(0.01)
 failed = pylogsink.runtime.log_stats()["failed_bytes"]
 data.close()
@@ -331,17 +331,21 @@ def test_fd2_closed_at_start_and_taken_by_a_file_gets_no_lines(when: str, tmp_pa
     data = tmp_path / "data.txt"
     before = when == "open before import"
     opener = 'data = open(path, "w")'
-    code = CLOSED_FD2.format(open_before=opener if before else "", open_after="" if before else opener)
-    done = run_with_fd2_closed(code, data)
+    code = CLOSED_FD2.format(open_before=opener if before else "", open_after="" if before else opener, logged=LOGGED)
+    # The bytes of those 400 lines, from an fd 2 that takes them.
+    control = subprocess.run([sys.executable, "-c", "import pylogsink\n" + LOGGED], capture_output=True, timeout=60)
+    assert control.stderr.count(b"\n") == 400, control.stderr[-2000:]
+    done = run_with_fd2_closed(code, data, str(len(control.stderr)))
     assert done.returncode == 0, done.stdout + done.stderr
     assert data.read_text() == "the program's data\n"
     [failed] = [int(line.split()[1]) for line in done.stdout.splitlines() if line.startswith("failed ")]
     after = records(done.stdout)
     # The three lines after the dup2 reached fd 2, now the stdout pipe, and
-    # nothing else: the 400 before were counted as failed (80 bytes and
-    # more each).
+    # nothing else: the 400 before were refused, each byte counted. (The
+    # wait was for 400 x 80 bytes once, which the 200 call lines of 100 B
+    # and a part of the thread's passed: the rest reached the pipe.)
     assert [r.split("] ", 1)[1][:17] for r in after] == ["line 0000000 of 3", "line 0000001 of 3", "line 0000002 of 3"]
-    assert failed >= 400 * 80, failed
+    assert failed == len(control.stderr), (failed, len(control.stderr))
 
 
 @needs_closed_fd2
@@ -364,11 +368,11 @@ def test_plain_python_writes_nothing_to_a_file_that_took_the_closed_fd2(tmp_path
     assert data.read_text() == "the program's data\n"
 
 
-def run_with_fd2_closed(code: str, data: Path) -> subprocess.CompletedProcess[str]:
+def run_with_fd2_closed(code: str, data: Path, *args: str) -> subprocess.CompletedProcess[str]:
     """Runs `code` in a fresh interpreter started with fd 2 closed, its
-    argv[1] the path of the data file."""
+    argv[1] the path of the data file, then `args`."""
     return subprocess.run(
-        ["sh", "-c", 'exec "$0" -c "$1" "$2" 2>&-', sys.executable, textwrap.dedent(code), str(data)],
+        ["sh", "-c", 'exec "$0" -c "$@" 2>&-', sys.executable, textwrap.dedent(code), str(data), *args],
         capture_output=True,
         text=True,
         timeout=60,
