@@ -20,6 +20,7 @@
 
 use super::capture;
 use super::daemon::hand_over;
+use super::live;
 use crate::core::capture as core_capture;
 use crate::core::live::calls_in_progress;
 use crate::core::queue::{for_stream_pending, queue_pending};
@@ -64,6 +65,7 @@ fn hooks(py: Python<'_>) -> PyResult<()> {
         ASKED.store(0, SeqCst);
         BUSY.store(false, SeqCst);
         hand_over::after_fork_in_child();
+        live::Turn::after_fork_in_child();
     })?;
     let kwargs = PyDict::new(py);
     kwargs.set_item("before", before)?;

@@ -75,6 +75,34 @@ const fn free_threaded() -> bool {
     std::mem::size_of::<PyObject>() > 2 * std::mem::size_of::<usize>()
 }
 
+/// `PyFrameObject *PyFrame_GetBack(PyFrameObject *)` and `PyObject
+/// *PyFrame_GetGlobals(PyFrameObject *)` (3.11+, not in the stable ABI):
+/// the frame below, and a frame's globals, both new references.
+#[derive(Clone, Copy)]
+pub(crate) struct FrameFunctions {
+    pub(crate) back: unsafe extern "C" fn(*mut PyObject) -> *mut PyObject,
+    pub(crate) globals: unsafe extern "C" fn(*mut PyObject) -> *mut PyObject,
+}
+
+/// The frame functions, where the running CPython exports them.
+pub(crate) fn frame_functions(py: Python<'_>) -> Option<FrameFunctions> {
+    static FOUND: OnceLock<Option<FrameFunctions>> = OnceLock::new();
+    *FOUND.get_or_init(|| {
+        let back = lookup(py, c"PyFrame_GetBack")?;
+        let globals = lookup(py, c"PyFrame_GetGlobals")?;
+        type Get = unsafe extern "C" fn(*mut PyObject) -> *mut PyObject;
+        // SAFETY: the symbols of these names in libpython are the functions
+        // declared above, with these signatures (a frame is a PyObject), in
+        // every CPython from 3.11 on.
+        unsafe {
+            Some(FrameFunctions {
+                back: std::mem::transmute::<*mut c_void, Get>(back),
+                globals: std::mem::transmute::<*mut c_void, Get>(globals),
+            })
+        }
+    })
+}
+
 /// `PyThreadState_GetUnchecked` (3.13+) or `_PyThreadState_UncheckedGet`
 /// (before): the calling thread's attached thread state, or NULL.
 static CURRENT_THREAD_STATE: AtomicUsize = AtomicUsize::new(0);

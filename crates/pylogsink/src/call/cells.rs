@@ -67,7 +67,9 @@ fn cell_starts(_args: &Bound<'_, PyTuple>, _kwargs: Option<&Bound<'_, PyDict>>) 
 fn cell_ends(args: &Bound<'_, PyTuple>, _kwargs: Option<&Bound<'_, PyDict>>) -> PyResult<()> {
     let py = args.py();
     queue::hold(true);
-    write_outside_lines(py);
+    if let Some(err) = write_outside_lines(py) {
+        err.write_unraisable(py, None);
+    }
     if let Some(err) = logging::deliver_queue(py) {
         err.write_unraisable(py, None);
     }

@@ -18,13 +18,13 @@
 //! lost, as a Python program's own buffered output is.
 
 use super::at_fork::os_register_at_fork;
-use super::{live, logging};
+use super::{live, logging, safe_point};
 use crate::control::stall::exit_wait;
 use crate::core::fork;
 use crate::core::registry::write_everything;
 use crate::dest::{fd, in_flight};
 use pyo3::prelude::*;
-use pyo3::types::{PyCFunction, PyDict, PyTuple};
+use pyo3::types::{PyCFunction, PyDict};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Once, OnceLock};
 
@@ -127,6 +127,8 @@ fn register(py: Python<'_>) -> PyResult<()> {
 /// and then its `atexit` functions both run (spawn): the second time
 /// finds nothing.
 fn write_what_waits(py: Python<'_>) {
+    // No pending call from now on: the interpreter is about to finalize.
+    safe_point::close();
     logging::at_exit(py);
     let stuck = in_flight::take_over();
     py.detach(|| {
@@ -134,7 +136,9 @@ fn write_what_waits(py: Python<'_>) {
             fd::write_with_room(fd::stderr(), &text, exit_wait());
         }
     });
-    live::write_outside_lines(py);
+    if let Some(err) = live::write_outside_lines(py) {
+        err.write_unraisable(py, None);
+    }
     py.detach(|| write_everything(exit_wait()));
 }
 
@@ -171,17 +175,44 @@ fn in_a_worker(py: Python<'_>) -> PyResult<bool> {
     Ok(!mp.call_method0("parent_process")?.is_none())
 }
 
-/// Registers [`AT_END`] as multiprocessing's last finalizer in this
-/// process.
+/// Registers, in this worker, [`AT_END`] as multiprocessing's last
+/// finalizer, and [`hand_over_first`] as its first.
 fn finalize_at_end(py: Python<'_>) -> PyResult<()> {
     let Some(at_end) = AT_END.get() else {
         return Ok(());
     };
-    let kwargs = PyDict::new(py);
-    kwargs.set_item("exitpriority", LAST)?;
-    let args = PyTuple::new(py, [py.None(), at_end.clone_ref(py)])?;
-    py.import("multiprocessing.util")?
-        .getattr("Finalize")?
-        .call(args, Some(&kwargs))?;
+    let first = PyCFunction::new_closure(py, Some(c"pylogsink_worker_ends"), None, |args, _| {
+        hand_over_first(args.py());
+    })?;
+    let finalize = py.import("multiprocessing.util")?.getattr("Finalize")?;
+    for (callback, priority) in [
+        (first.into_any().unbind(), FIRST),
+        (at_end.clone_ref(py), LAST),
+    ] {
+        let kwargs = PyDict::new(py);
+        kwargs.set_item("exitpriority", priority)?;
+        finalize.call((py.None(), callback), Some(&kwargs))?;
+    }
     Ok(())
+}
+
+/// multiprocessing's first finalizer in a worker: before a `Queue`'s own
+/// (`_finalize_close`, priority 10, then `_finalize_join`).
+const FIRST: i64 = i64::MAX;
+
+/// The first of a worker's finalizers: what waits for Python is handed
+/// over while everything Python hands it to still works (a `QueueHandler`
+/// whose queue's feeder thread is not joined yet), and pylogsink's thread
+/// is stopped, so that nothing starts a queue's feeder once the queues'
+/// finalizers ran: `os._exit` would end such a thread in the middle of a
+/// write, holding the queue's lock that the other processes share, and
+/// they would wait for it for good. From here on, what is logged for
+/// Python waits for [`AT_END`], which writes records as text.
+fn hand_over_first(py: Python<'_>) {
+    safe_point::close();
+    if let Some(err) = live::write_outside_lines(py) {
+        err.write_unraisable(py, None);
+    }
+    logging::at_exit(py);
+    logging::records_as_text_from_now();
 }

@@ -9,7 +9,8 @@
 //! values). pylogsink's delivery thread (`logging`) finds them by the
 //! thread's shared state and the call's number.
 
-use super::stderr::stderr_is_own;
+use super::interrupt::is_interrupt;
+use super::stderr::{sealed_pending, stderr_is_own, take_sealed};
 use super::write::{write_through_python, Written};
 use crate::control::stall_wait;
 use crate::core::queue::{for_stream_pending, for_stream_take, for_stream_to_fd2, write_fd2};
@@ -18,8 +19,9 @@ use crate::core::thread::ThreadState;
 use crate::dest::Taken;
 use crate::record::lock;
 use pyo3::prelude::*;
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, Weak};
+use std::time::{Duration, Instant};
 
 /// One thread's call in progress: its number, the stream its lines go to
 /// and the context it was entered in.
@@ -116,34 +118,122 @@ pub(crate) fn last_objects(
 }
 
 /// Writes lines taken from a call in progress to its stream, as its return
-/// would; where that fails or there is no stream, to fd 2 instead.
-pub(crate) fn write_lines(py: Python<'_>, stream: Option<Py<PyAny>>, lines: Taken) {
+/// would; where that fails or there is no stream, to fd 2 instead. Returns
+/// an exception a signal handler raised meanwhile (a `KeyboardInterrupt`),
+/// for the caller to raise; other errors are reported as unraisable.
+pub(crate) fn write_lines(
+    py: Python<'_>,
+    stream: Option<Py<PyAny>>,
+    lines: Taken,
+) -> Option<PyErr> {
     if lines.text.is_empty() {
-        return;
+        return None;
     }
     let Some(stream) = stream else {
-        return py.detach(|| write_fd2(lines, stall_wait()));
+        py.detach(|| write_fd2(lines, stall_wait()));
+        return None;
     };
     match write_through_python(py, Ok(stream.into_bound(py)), &lines.text) {
-        Written::All => {}
-        Written::ButFlushFailed(err) => err.write_unraisable(py, None),
-        Written::NoStream => py.detach(|| write_fd2(lines, stall_wait())),
-        Written::Failed(err) => {
-            err.write_unraisable(py, None);
+        Written::All => None,
+        Written::ButFlushFailed(err) => interrupt_or_report(py, err),
+        Written::NoStream => {
             py.detach(|| write_fd2(lines, stall_wait()));
+            None
+        }
+        Written::Failed(err) => {
+            let interrupt = interrupt_or_report(py, err);
+            py.detach(|| write_fd2(lines, stall_wait()));
+            interrupt
         }
     }
 }
 
-/// Writes the lines logged outside any call while `sys.stderr` was
-/// replaced to `sys.stderr` as it is now (to fd 2 if it is the process's
-/// own again).
-pub(crate) fn write_outside_lines(py: Python<'_>) {
+/// `err` if it is an interrupt, for the caller to raise; else reported as
+/// unraisable.
+fn interrupt_or_report(py: Python<'_>, err: PyErr) -> Option<PyErr> {
+    if is_interrupt(py, &err) {
+        return Some(err);
+    }
+    err.write_unraisable(py, None);
+    None
+}
+
+/// Who hands over what waits outside any call: one thread at a time, so
+/// that a stream's lines keep their order and a thread that looks can
+/// wait for a delivery under way. 0 for nobody, else the holder's
+/// [`thread_token`].
+static TURN: AtomicUsize = AtomicUsize::new(0);
+
+/// The longest a thread waits for another's delivery to end.
+const TURN_WAIT: Duration = Duration::from_secs(1);
+
+/// An address that names the calling thread while it lives.
+fn thread_token() -> usize {
+    thread_local! {
+        static TOKEN: u8 = const { 0 };
+    }
+    TOKEN.with(|t| t as *const u8 as usize)
+}
+
+/// The turn to hand over what waits outside any call, until dropped.
+pub(crate) struct Turn(());
+
+impl Turn {
+    /// Takes the turn, waiting with the GIL released while another thread
+    /// has it, at most [`TURN_WAIT`]. `None` if this thread has it already
+    /// (a delivery that Python code re-entered) or the other kept it.
+    pub(crate) fn take(py: Python<'_>) -> Option<Turn> {
+        let me = thread_token();
+        let try_take = || TURN.compare_exchange(0, me, Ordering::AcqRel, Ordering::Acquire);
+        match try_take() {
+            Ok(_) => return Some(Turn(())),
+            Err(holder) if holder == me => return None,
+            Err(_) => {}
+        }
+        let deadline = Instant::now() + TURN_WAIT;
+        py.detach(|| loop {
+            std::thread::sleep(Duration::from_micros(100));
+            if try_take().is_ok() {
+                return Some(Turn(()));
+            }
+            if Instant::now() >= deadline {
+                return None;
+            }
+        })
+    }
+
+    /// In a forked child: the thread that had the turn is the parent's.
+    pub(crate) fn after_fork_in_child() {
+        TURN.store(0, Ordering::Release);
+    }
+}
+
+impl Drop for Turn {
+    fn drop(&mut self) {
+        TURN.store(0, Ordering::Release);
+    }
+}
+
+/// Writes the lines logged outside any call: first those kept for a
+/// stream replaced since ([`seal`]), to it; then those for the replaced
+/// `sys.stderr`, to `sys.stderr` as it is now (to fd 2 if it is the
+/// process's own again). Returns an interrupt raised meanwhile.
+pub(crate) fn write_outside_lines(py: Python<'_>) -> Option<PyErr> {
+    if !for_stream_pending() && !sealed_pending() {
+        return None;
+    }
+    let _turn = Turn::take(py)?;
+    let mut interrupt = None;
+    for (stream, lines) in take_sealed() {
+        let err = write_lines(py, stream, lines);
+        interrupt = interrupt.or(err);
+    }
     if !for_stream_pending() {
-        return;
+        return interrupt;
     }
     if stderr_is_own(py) {
-        return py.detach(|| for_stream_to_fd2(stall_wait()));
+        py.detach(|| for_stream_to_fd2(stall_wait()));
+        return interrupt;
     }
     let lines = for_stream_take();
     let stream = py
@@ -152,5 +242,5 @@ pub(crate) fn write_outside_lines(py: Python<'_>) {
         .ok()
         .filter(|s| !s.is_none())
         .map(Bound::unbind);
-    write_lines(py, stream, lines);
+    interrupt.or(write_lines(py, stream, lines))
 }

@@ -25,7 +25,7 @@ use super::at_fork;
 use super::daemon::hand_over;
 use super::interrupt::is_interrupt;
 use super::live;
-use super::stderr::stderr_is_own;
+use super::stderr::{sealed_pending, stderr_is_own};
 use crate::control::{self, pylevels};
 use crate::core::capture::{
     is_on as capture_on, pending_for_python as capture_pending, pressing as capture_pressing,
@@ -330,6 +330,10 @@ pub(crate) fn deliver_at_return(py: Python<'_>) -> Option<PyErr> {
 /// each) would make the caller wait for long; what is left goes back to
 /// the queue, for pylogsink's thread.
 pub(crate) fn deliver_queue(py: Python<'_>) -> Option<PyErr> {
+    if !queue::waiting() {
+        return None;
+    }
+    let _turn = live::Turn::take(py)?;
     let mut delivery = Delivery::start()?;
     let batch = std::mem::take(&mut delivery.0);
     deliver(py, batch, Until::Before(Instant::now() + QUEUE_SHARE))
@@ -372,11 +376,25 @@ fn rest_as_text(batch: Batch) {
     queue_pending_as_text(&batch);
 }
 
+/// Whether Python takes no more records: a multiprocessing worker's end
+/// began, and what its handlers hand on (a `QueueHandler`'s queue) may be
+/// closed.
+static AS_TEXT: AtomicBool = AtomicBool::new(false);
+
+/// From now on, records go to fd 2 as text (a worker's end).
+pub(crate) fn records_as_text_from_now() {
+    AS_TEXT.store(true, Ordering::Release);
+}
+
 /// Hands `batch` to `logging`, note first, as far as `until` says. If
 /// Python cannot take it (the destination could not be set up), it goes
 /// to fd 2 as text.
 fn deliver(py: Python<'_>, batch: Batch, until: Until) -> Option<PyErr> {
     if batch.is_empty() {
+        return None;
+    }
+    if AS_TEXT.load(Ordering::Acquire) {
+        rest_as_text(batch);
         return None;
     }
     let state = match state(py) {
@@ -760,13 +778,14 @@ fn run_thread(py: Python<'_>) {
         }
         match woken {
             Woken::Queue => match gathered(py) {
-                Some(mut delivery) => {
+                Some((_turn, mut delivery)) => {
                     let batch = std::mem::take(&mut delivery.0);
                     if let Some(err) = deliver(py, batch, Until::Stopped) {
                         err.write_unraisable(py, None);
                     }
                 }
-                // A Fatal line is being written, and writes them.
+                // A Fatal line is being written, and writes them; or the
+                // main thread is delivering them.
                 None => py.detach(|| std::thread::sleep(Duration::from_millis(1))),
             },
             Woken::Calls => deliver_live(py),
@@ -815,17 +834,19 @@ fn live_due() -> bool {
         std::thread::sleep(left.min(Duration::from_millis(1)));
     }
     core_live::still_waiting(&before)
-        || (for_stream_pending() && !queue::held())
+        || ((for_stream_pending() || sealed_pending()) && !queue::held())
         || hand_over::waiting()
         || capture_pending()
 }
 
 /// The records logged outside any call, taken once they had [`GATHER`] to
 /// gather: a thread that logs a burst wakes this thread once, not once a
-/// record. `None` while a Fatal line is being written (it writes them).
-fn gathered(py: Python<'_>) -> Option<Delivery> {
+/// record. `None` while a Fatal line is being written (it writes them),
+/// or while another thread kept the turn to deliver them.
+fn gathered(py: Python<'_>) -> Option<(live::Turn, Delivery)> {
     py.detach(|| std::thread::sleep(GATHER));
-    Delivery::start()
+    let turn = live::Turn::take(py)?;
+    Some((turn, Delivery::start()?))
 }
 
 /// Asks whether `sys.stderr` is replaced, for the lines logged outside any
@@ -851,7 +872,9 @@ fn deliver_live(py: Python<'_>) {
     // The first round was gathered by `wait_for_python`.
     loop {
         if !queue::held() {
-            live::write_outside_lines(py);
+            if let Some(err) = live::write_outside_lines(py) {
+                err.write_unraisable(py, None);
+            }
         }
         super::capture::deliver(py);
         for handed in hand_over::take() {
@@ -859,7 +882,9 @@ fn deliver_live(py: Python<'_>) {
         }
         for taken in core_live::take_from_calls() {
             let (stream, context) = live::objects_of(py, &taken.shared, taken.call);
-            live::write_lines(py, stream, taken.lines);
+            if let Some(err) = live::write_lines(py, stream, taken.lines) {
+                err.write_unraisable(py, None);
+            }
             if let Some(err) = deliver_in(py, context.as_ref(), taken.batch) {
                 err.write_unraisable(py, None);
             }
@@ -876,7 +901,9 @@ fn deliver_live(py: Python<'_>) {
 /// Writes and delivers what a returning thread handed over (see
 /// [`hand_over`]), then tells it so.
 fn deliver_handed(py: Python<'_>, handed: hand_over::Handed, until: Until) {
-    live::write_lines(py, handed.stream, handed.lines);
+    if let Some(err) = live::write_lines(py, handed.stream, handed.lines) {
+        err.write_unraisable(py, None);
+    }
     let interrupt = match until {
         Until::Stopped => deliver_in(py, handed.context.as_ref(), handed.batch),
         _ => deliver(py, handed.batch, until),

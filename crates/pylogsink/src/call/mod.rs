@@ -17,6 +17,7 @@ mod interpreter;
 mod interrupt;
 mod live;
 pub(crate) mod logging;
+mod safe_point;
 mod stderr;
 mod write;
 
@@ -319,6 +320,9 @@ pub(crate) fn at_init(py: Python<'_>) {
     exit::arm_at_init(py);
     stderr::watch_at_init(py);
     cells::register_at_init(py);
+    // Lines logged outside any call are handed over at the main thread's
+    // next safe point.
+    safe_point::open(py);
     // A native thread that finds a budget full waits for room only if it
     // does not hold the GIL (dest::patience): this is how it tells.
     capi::find_thread_state(py);
@@ -397,7 +401,11 @@ fn leave(py: Python<'_>, left: Option<(Sink, bool)>) -> PyResult<()> {
 fn must_write(left: Option<(Sink, bool)>) -> bool {
     match left {
         Some((_, waiting)) => {
-            waiting || queue_pending() || queue::waiting() || for_stream_pending()
+            waiting
+                || queue_pending()
+                || queue::waiting()
+                || for_stream_pending()
+                || stderr::sealed_pending()
         }
         None => false,
     }
@@ -459,8 +467,8 @@ fn write_text_at_return(py: Python<'_>, sink: Sink) -> Option<PyErr> {
     let taken = THREAD.with(|t| t.take_kept());
     // Lines logged outside any call for a replaced `sys.stderr`, which
     // pylogsink's thread has not written yet: before the call's own.
-    live::write_outside_lines(py);
-    match return_plan(sink, false) {
+    let outside = live::write_outside_lines(py);
+    let own = match return_plan(sink, false) {
         ReturnPlan::ThroughPython => {
             if queue_pending() {
                 py.detach(|| write_queue(stall_wait()));
@@ -487,7 +495,8 @@ fn write_text_at_return(py: Python<'_>, sink: Sink) -> Option<PyErr> {
         ReturnPlan::Fd2NoWait | ReturnPlan::HandOver => {
             unreachable!("a thread that must avoid Python hands over")
         }
-    }
+    };
+    outside.or(own)
 }
 
 /// Writes the queue and then `taken` to fd 2 with the GIL released, so a

@@ -5,9 +5,13 @@
 //! `redirect_stderr`). It must cost next to nothing, and run no Python code
 //! (which could hand the GIL away).
 
-use crate::core::queue::{stderr_seen, stderr_watched};
+use crate::core::fork::generation;
+use crate::core::queue::{for_stream_pending, for_stream_take, stderr_seen, stderr_watched};
+use crate::dest::pending::queue;
+use crate::dest::{prompt, Taken};
 use crate::record::lock;
 use pyo3::prelude::*;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Mutex, OnceLock};
 use std::time::UNIX_EPOCH;
 
@@ -233,6 +237,17 @@ mod watch {
         let current = |key: &AtomicUsize| unsafe {
             pyo3::ffi::PyDict_GetItemWithError(dict, key.load(Relaxed) as *mut _)
         };
+        if name == Name::Stderr && super::for_stream_pending() {
+            let (old, process_own) = (current(&STDERR), current(&OWN_STDERR));
+            // SAFETY: the GIL is held (CPython calls watchers with it); `py`
+            // lives only until this callback returns. `old` is a borrowed
+            // reference to the value still in the dict, alive now; the new
+            // reference taken keeps it alive while its lines wait.
+            let py = unsafe { Python::assume_attached() };
+            let stream = (!old.is_null() && old != process_own)
+                .then(|| unsafe { Bound::from_borrowed_ptr(py, old) }.unbind());
+            super::seal(stream);
+        }
         let own = match name {
             Name::Stderr if set => Some(new_value == current(&OWN_STDERR)),
             Name::OwnStderr if set => Some(new_value == current(&STDERR)),
@@ -286,6 +301,59 @@ mod watch {
             }
         }
     }
+}
+
+/// Lines logged outside any call while `sys.stderr` was a stream that has
+/// since been replaced (the end of a `redirect_stderr` block, of a test's
+/// capture): they belong to that stream, kept here with it by the watcher
+/// on `sys.__dict__`, oldest first (`None`: fd 2), with the fork
+/// generation they were kept in. Locked with the GIL held only, never
+/// across Python code.
+static SEALED: Mutex<Vec<Sealed>> = Mutex::new(Vec::new());
+
+/// Lines kept for a stream: the fork generation, the stream, the lines.
+type Sealed = (u64, Option<Py<PyAny>>, Taken);
+
+/// Whether lines wait in [`SEALED`].
+static SEALED_PENDING: AtomicBool = AtomicBool::new(false);
+
+/// Before `sys.stderr` changes (the watcher on `sys.__dict__`, with the
+/// GIL held): the lines logged outside any call that wait for the stream
+/// now current, `old`, stay with it (`None`: the process's own, fd 2).
+/// They are written at the next safe point, or by pylogsink's thread.
+pub(crate) fn seal(old: Option<Py<PyAny>>) {
+    if !for_stream_pending() {
+        return;
+    }
+    let lines = for_stream_take();
+    if lines.text.is_empty() {
+        return;
+    }
+    lock(&SEALED).push((generation(), old, lines));
+    SEALED_PENDING.store(true, Ordering::Release);
+    prompt::ask();
+    queue::wake_for_calls();
+}
+
+/// Whether lines wait for a stream that was replaced since.
+pub(crate) fn sealed_pending() -> bool {
+    SEALED_PENDING.load(Ordering::Acquire)
+}
+
+/// Takes the lines kept for streams replaced since, oldest first, with
+/// their stream (`None`: fd 2); those a forked child's parent kept stay
+/// the parent's.
+pub(crate) fn take_sealed() -> Vec<(Option<Py<PyAny>>, Taken)> {
+    if !SEALED_PENDING.swap(false, Ordering::AcqRel) {
+        return Vec::new();
+    }
+    let sealed = std::mem::take(&mut *lock(&SEALED));
+    let now = generation();
+    sealed
+        .into_iter()
+        .filter(|(kept_in, _, _)| *kept_in == now)
+        .map(|(_, stream, lines)| (stream, lines))
+        .collect()
 }
 
 /// The descriptor of a replaced `sys.stderr` that outlives fd 2's reader,

@@ -22,7 +22,7 @@ use super::shared::hold_for_fork as hold_call;
 use super::thread::THREAD;
 use super::{capture, queue, registry};
 use crate::control::{filter, pylevels};
-use crate::dest::{fd, in_flight, pending};
+use crate::dest::{fd, in_flight, pending, prompt};
 use crate::record::HeldForFork;
 use crate::sys;
 use std::cell::RefCell;
@@ -75,6 +75,9 @@ extern "C" fn in_parent() {
 
 extern "C" fn in_child() {
     GENERATION.fetch_add(1, Ordering::Relaxed);
+    // Nothing waits in the child: a request the parent had in flight is
+    // the parent's.
+    prompt::answered();
     release(true);
 }
 

@@ -14,7 +14,7 @@
 use crate::dest::fd;
 use crate::dest::pending::{self, Batch};
 use crate::dest::route::{on_no_room, NoRoom, Sink};
-use crate::dest::{budget, patience, Kept, Taken};
+use crate::dest::{budget, patience, prompt, Kept, Taken};
 use crate::record::{lock, lock_at_crash, HeldForFork};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Mutex, MutexGuard};
@@ -280,6 +280,7 @@ pub(crate) fn for_stream_push(record: &[u8], is_rest: bool) {
     lines.push_record(record, is_rest);
     drop(lines);
     FOR_STREAM_PENDING.store(true, Ordering::Release);
+    prompt::ask();
 }
 
 /// Whether lines wait for the replaced `sys.stderr`.

@@ -16,6 +16,7 @@ pub(crate) mod in_flight;
 pub(crate) mod kept;
 pub(crate) mod patience;
 pub(crate) mod pending;
+pub(crate) mod prompt;
 pub(crate) mod route;
 
 pub(crate) use kept::{Kept, Taken};

@@ -357,6 +357,7 @@ pub(crate) mod queue {
         if first {
             notify();
         }
+        crate::dest::prompt::ask();
         first
     }
 
