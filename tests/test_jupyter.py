@@ -179,6 +179,40 @@ def test_lines_logged_between_cells_wait_for_the_next_cell(clean_env: dict[str, 
 
 
 @pytest.mark.timeout(300)
+@pytest.mark.parametrize("shape", ["joined", "logging", "unjoined", "sqlite"])
+def test_a_kernel_started_after_pylogsink_gets_each_cells_lines_in_that_cell(
+    shape: str, clean_env: dict[str, str]
+) -> None:
+    """pylogsink imported before the kernel (a sitecustomize, as the `.pth`
+    line pylogsink.sqlite recommends): the cells' hooks are set up at the
+    main thread's first safe point once the shell runs. Joined threads
+    (stderr, logging) and SQLite's records from failed queries: every line
+    in its own cell; a thread that goes on after its cell: nothing after
+    idle, every line in a cell."""
+    args = {
+        "joined": ["20", "400"],
+        "logging": ["20", "400", "--logging"],
+        "unjoined": ["5", "200", "--unjoined"],
+        "sqlite": ["20", "6", "--sqlite"],
+    }[shape]
+    done = subprocess.run(
+        [sys.executable, CELLS_KERNEL, *args, "--before-kernel"],
+        capture_output=True,
+        text=True,
+        timeout=240,
+        env=clean_env,
+    )
+    assert done.returncode == 0, done.stderr
+    got = kernel_result(done.stdout)
+    cells, lines = int(args[0]), int(args[1])
+    assert got["after_idle"] == [0] * (cells + 1), got
+    if shape == "unjoined":
+        assert sum(got["in_cell"]) == cells * lines, got
+    else:
+        assert got["in_cell"] == [lines] * cells + [0], got
+
+
+@pytest.mark.timeout(300)
 def test_a_cell_holding_the_gil_shows_its_lines_at_each_flush(clean_env: dict[str, str]) -> None:
     """The same call with the GIL held, calling pylogsink::flush after each
     line: the lines reach the notebook while the cell runs."""

@@ -24,6 +24,7 @@
 use super::at_fork;
 use super::daemon::hand_over;
 use super::interrupt::is_interrupt;
+use super::ipython;
 use super::live;
 use super::stderr::{sealed_pending, stderr_is_own};
 use crate::control::{self, pylevels};
@@ -39,6 +40,7 @@ use crate::core::thread::{current_id, THREAD};
 use crate::dest::pending::flight;
 use crate::dest::pending::queue::{self, Delivery, Woken};
 use crate::dest::pending::{Batch, PendingRecord};
+use crate::dest::prompt;
 use crate::record::escape::escape_name;
 use crate::record::fields::{OwnedFields, OwnedValue};
 use crate::record::lock;
@@ -771,6 +773,15 @@ fn run_thread(py: Python<'_>) {
         }
         count_python_wake();
         ask_stderr(py);
+        if shell_without_hooks(py) {
+            // A kernel started after pylogsink's init: what waits outside
+            // any call may belong to its next cell. The main thread sets
+            // the cells' hooks up at its next safe point, and decides.
+            queue::hold(true);
+            prompt::ask();
+            at_fork::end_work();
+            continue;
+        }
         if let Some(state) = STATE.get() {
             if let Err(err) = refresh_levels(py, state) {
                 err.write_unraisable(py, None);
@@ -793,6 +804,11 @@ fn run_thread(py: Python<'_>) {
         }
         at_fork::end_work();
     }
+}
+
+/// Whether an IPython shell runs whose cells' hooks are not set up.
+fn shell_without_hooks(py: Python<'_>) -> bool {
+    !queue::cells_hooked() && ipython::shell(py).is_ok_and(|shell| shell.is_some())
 }
 
 /// Waits, without the GIL, until something needs it. What a call in

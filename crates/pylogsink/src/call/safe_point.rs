@@ -32,7 +32,7 @@
 //! Only the main thread runs pending calls: a thread other than the main
 //! one that looks gets what waits from pylogsink's thread, as before.
 
-use super::{cells, live, logging};
+use super::{cells, frames, live, logging};
 use crate::core::thread::THREAD;
 use crate::dest::pending::queue;
 use crate::dest::prompt;
@@ -41,7 +41,6 @@ use pyo3::prelude::*;
 use std::ffi::c_void;
 use std::os::raw::c_int;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering::SeqCst};
-use std::sync::OnceLock;
 
 /// Whether no pending call may be asked for: before init, and once the
 /// exit began.
@@ -54,8 +53,7 @@ static ASKING: AtomicUsize = AtomicUsize::new(0);
 /// for a pending call.
 pub(crate) fn open(py: Python<'_>) {
     // Found now, with the GIL: the pending call needs them.
-    let _ = super::capi::frame_functions(py);
-    let _ = CO_NAME.set(pyo3::types::PyString::intern(py, "co_name").unbind());
+    frames::prepare(py);
     prompt::set_asker(ask);
     CLOSED.store(false, SeqCst);
 }
@@ -119,7 +117,7 @@ extern "C" fn at_safe_point(_: *mut c_void) -> c_int {
 fn deliver_here(py: Python<'_>) -> Option<PyErr> {
     // A kernel started after pylogsink (imported from a `.pth` file, or
     // before IPython): its cells' hooks are set up at the first chance.
-    cells::register_at_init(py);
+    cells::register_late(py);
     if queue::held() || inside(py) {
         return None;
     }
@@ -142,10 +140,6 @@ const GUARDED_MODULES: [&str; 4] = [
     "multiprocessing.queues",
 ];
 
-/// The interned name `co_name`, made at [`open`] (not with `intern!`,
-/// whose cell is filled with the GIL released: see `logging`'s `State`).
-static CO_NAME: OnceLock<Py<pyo3::types::PyString>> = OnceLock::new();
-
 /// Functions whose frame means a stream is being written.
 const GUARDED_FUNCTIONS: [&std::ffi::CStr; 3] = [c"write", c"writelines", c"flush"];
 
@@ -157,53 +151,10 @@ fn inside(py: Python<'_>) -> bool {
     if THREAD.try_with(|t| t.writing_kept.get()).unwrap_or(true) {
         return true;
     }
-    let (Some(frames), Some(co_name)) = (super::capi::frame_functions(py), CO_NAME.get()) else {
-        return true;
-    };
-    let Ok(modules) = py.import("sys").and_then(|sys| sys.getattr("modules")) else {
-        return true;
-    };
-    let guarded: Vec<usize> = GUARDED_MODULES
-        .iter()
-        .filter_map(|name| modules.get_item(name).ok())
-        .filter_map(|module| module.getattr("__dict__").ok())
-        .map(|dict| dict.as_ptr() as usize)
-        .collect();
-    // SAFETY: the GIL is held. `PyEval_GetFrame` returns a borrowed
-    // reference to the current frame (or NULL), which stays alive while
-    // this function runs (nothing here runs Python code); the frame
-    // functions return new references (or NULL), which `from_owned_ptr`
-    // takes over.
-    unsafe {
-        let current = ffi::PyEval_GetFrame().cast::<ffi::PyObject>();
-        if current.is_null() {
-            return false;
-        }
-        let mut frame = Bound::from_borrowed_ptr(py, current);
-        loop {
-            let globals = (frames.globals)(frame.as_ptr());
-            if !globals.is_null() {
-                let globals = Bound::from_owned_ptr(py, globals);
-                if guarded.contains(&(globals.as_ptr() as usize)) {
-                    return true;
-                }
-            }
-            let code = ffi::PyFrame_GetCode(frame.as_ptr().cast());
-            if !code.is_null() {
-                let code = Bound::from_owned_ptr(py, code.cast::<ffi::PyObject>());
-                if let Ok(name) = code.getattr(co_name.bind(py)) {
-                    if GUARDED_FUNCTIONS.iter().any(|guarded| {
-                        ffi::PyUnicode_CompareWithASCIIString(name.as_ptr(), guarded.as_ptr()) == 0
-                    }) {
-                        return true;
-                    }
-                }
-            }
-            let back = (frames.back)(frame.as_ptr());
-            if back.is_null() {
-                return false;
-            }
-            frame = Bound::from_owned_ptr(py, back);
-        }
-    }
+    let guarded = frames::module_dicts(py, &GUARDED_MODULES);
+    frames::any(py, |frame| {
+        guarded.iter().any(|dict| frame.in_module(*dict))
+            || GUARDED_FUNCTIONS.iter().any(|name| frame.named(name))
+    })
+    .unwrap_or(true)
 }

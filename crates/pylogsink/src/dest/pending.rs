@@ -397,6 +397,19 @@ pub(crate) mod queue {
         HELD.load(SeqCst)
     }
 
+    /// Whether a Jupyter kernel's cell hooks are set up (they call [`hold`]).
+    static CELLS_HOOKED: AtomicBool = AtomicBool::new(false);
+
+    /// The cell hooks are set up.
+    pub(crate) fn set_cells_hooked() {
+        CELLS_HOOKED.store(true, SeqCst);
+    }
+
+    /// Whether the cell hooks are set up.
+    pub(crate) fn cells_hooked() -> bool {
+        CELLS_HOOKED.load(SeqCst)
+    }
+
     /// Whether [`wake_for_calls`] was called since the last look; clears it.
     pub(crate) fn take_in_calls() -> bool {
         IN_CALLS.swap(false, SeqCst)
