@@ -75,6 +75,25 @@ const fn free_threaded() -> bool {
     std::mem::size_of::<PyObject>() > 2 * std::mem::size_of::<usize>()
 }
 
+/// `sys.<name>`, without an import: `PyImport_Import` looks `__builtins__`
+/// up in the current frame's globals, and a pending call may run where
+/// those have none (a Cython module's), which raises `KeyError`.
+pub(crate) fn sys_attr<'py>(py: Python<'py>, name: &CStr) -> PyResult<Bound<'py, PyAny>> {
+    // SAFETY: the GIL is held (`py`) and `name` is NUL-terminated;
+    // `PySys_GetObject` returns a borrowed reference or NULL, without
+    // setting an exception, and the new reference taken keeps it alive.
+    unsafe {
+        let found = pyo3::ffi::PySys_GetObject(name.as_ptr());
+        if found.is_null() {
+            return Err(pyo3::exceptions::PyAttributeError::new_err(format!(
+                "sys has no {}",
+                name.to_string_lossy()
+            )));
+        }
+        Ok(Bound::from_borrowed_ptr(py, found))
+    }
+}
+
 /// `PyFrameObject *PyFrame_GetBack(PyFrameObject *)` and `PyObject
 /// *PyFrame_GetGlobals(PyFrameObject *)` (3.11+, not in the stable ABI):
 /// the frame below, and a frame's globals, both new references.

@@ -144,9 +144,8 @@ pub(crate) fn forget() {
 /// Flushes `sys.__stdout__` and `sys.__stderr__`; errors are ignored (a
 /// closed stream has nothing to let out).
 fn flush_own(py: Python<'_>) {
-    let Ok(sys) = py.import("sys") else { return };
-    for name in ["__stdout__", "__stderr__"] {
-        if let Ok(own) = sys.getattr(name) {
+    for name in [c"__stdout__", c"__stderr__"] {
+        if let Ok(own) = super::capi::sys_attr(py, name) {
             if !own.is_none() {
                 let _ = own.call_method0("flush");
             }

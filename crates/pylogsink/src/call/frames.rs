@@ -82,7 +82,7 @@ pub(crate) fn any(py: Python<'_>, mut found: impl FnMut(&Frame<'_>) -> bool) -> 
 /// The dicts of those of `names` that are imported, for
 /// [`Frame::in_module`].
 pub(crate) fn module_dicts(py: Python<'_>, names: &[&str]) -> Vec<usize> {
-    let Ok(modules) = py.import("sys").and_then(|sys| sys.getattr("modules")) else {
+    let Ok(modules) = super::capi::sys_attr(py, c"modules") else {
         return Vec::new();
     };
     names

@@ -202,6 +202,12 @@ impl Turn {
         })
     }
 
+    /// Whether a thread has the turn: a delivery is under way, whose
+    /// lines or records are no longer where they waited.
+    pub(crate) fn taken() -> bool {
+        TURN.load(Ordering::Acquire) != 0
+    }
+
     /// In a forked child: the thread that had the turn is the parent's.
     pub(crate) fn after_fork_in_child() {
         TURN.store(0, Ordering::Release);
@@ -214,15 +220,21 @@ impl Drop for Turn {
     }
 }
 
-/// Writes the lines logged outside any call: first those kept for a
-/// stream replaced since ([`seal`]), to it; then those for the replaced
-/// `sys.stderr`, to `sys.stderr` as it is now (to fd 2 if it is the
-/// process's own again). Returns an interrupt raised meanwhile.
+/// Writes the lines logged outside any call, with the turn (after a
+/// delivery under way): see [`write_outside_lines_in`].
 pub(crate) fn write_outside_lines(py: Python<'_>) -> Option<PyErr> {
-    if !for_stream_pending() && !sealed_pending() {
+    if !for_stream_pending() && !sealed_pending() && !Turn::taken() {
         return None;
     }
-    let _turn = Turn::take(py)?;
+    let turn = Turn::take(py)?;
+    write_outside_lines_in(py, &turn)
+}
+
+/// Writes the lines logged outside any call: first those kept for a
+/// stream replaced since ([`super::stderr::seal`]), to it; then those for
+/// the replaced `sys.stderr`, to `sys.stderr` as it is now (to fd 2 if it
+/// is the process's own again). Returns an interrupt raised meanwhile.
+pub(crate) fn write_outside_lines_in(py: Python<'_>, _turn: &Turn) -> Option<PyErr> {
     let mut interrupt = None;
     for (stream, lines) in take_sealed() {
         let err = write_lines(py, stream, lines);
@@ -236,9 +248,7 @@ pub(crate) fn write_outside_lines(py: Python<'_>) -> Option<PyErr> {
         return interrupt;
     }
     let lines = for_stream_take();
-    let stream = py
-        .import("sys")
-        .and_then(|sys| sys.getattr("stderr"))
+    let stream = super::capi::sys_attr(py, c"stderr")
         .ok()
         .filter(|s| !s.is_none())
         .map(Bound::unbind);

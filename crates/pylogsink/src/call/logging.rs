@@ -332,10 +332,15 @@ pub(crate) fn deliver_at_return(py: Python<'_>) -> Option<PyErr> {
 /// each) would make the caller wait for long; what is left goes back to
 /// the queue, for pylogsink's thread.
 pub(crate) fn deliver_queue(py: Python<'_>) -> Option<PyErr> {
-    if !queue::waiting() {
+    if !queue::waiting() && !live::Turn::taken() {
         return None;
     }
-    let _turn = live::Turn::take(py)?;
+    let turn = live::Turn::take(py)?;
+    deliver_queue_in(py, &turn)
+}
+
+/// [`deliver_queue`], with the turn.
+pub(crate) fn deliver_queue_in(py: Python<'_>, _turn: &live::Turn) -> Option<PyErr> {
     let mut delivery = Delivery::start()?;
     let batch = std::mem::take(&mut delivery.0);
     deliver(py, batch, Until::Before(Instant::now() + QUEUE_SHARE))

@@ -510,5 +510,5 @@ fn write_fd2_detached(py: Python<'_>, taken: Taken) {
 
 /// `sys.stderr` now: `None` for `sys.stderr = None`.
 fn current_stderr(py: Python<'_>) -> PyResult<Bound<'_, PyAny>> {
-    py.import("sys")?.getattr("stderr")
+    capi::sys_attr(py, c"stderr")
 }

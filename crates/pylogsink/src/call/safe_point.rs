@@ -121,12 +121,11 @@ fn deliver_here(py: Python<'_>) -> Option<PyErr> {
     if queue::held() || inside(py) {
         return None;
     }
-    let lines = live::write_outside_lines(py);
-    let records = if queue::waiting() {
-        logging::deliver_queue(py)
-    } else {
-        None
-    };
+    // After a delivery under way by another thread, whose lines and
+    // records are no longer where they waited.
+    let turn = live::Turn::take(py)?;
+    let lines = live::write_outside_lines_in(py, &turn);
+    let records = logging::deliver_queue_in(py, &turn);
     lines.or(records)
 }
 

@@ -58,9 +58,7 @@ fn sys_names(py: Python<'_>) -> &'static SysNames {
 /// Whether Python found fd 2 closed when it started: its `sys.__stderr__`
 /// is None.
 pub(crate) fn was_closed_at_start(py: Python<'_>) -> bool {
-    py.import("sys")
-        .and_then(|sys| sys.getattr("__stderr__"))
-        .is_ok_and(|own| own.is_none())
+    super::capi::sys_attr(py, c"__stderr__").is_ok_and(|own| own.is_none())
 }
 
 /// `sys.stderr is sys.__stderr__`. Where a dict watcher on `sys.__dict__`
@@ -368,7 +366,7 @@ pub(crate) fn take_sealed() -> Vec<(Option<Py<PyAny>>, Taken)> {
 #[inline(never)]
 pub(crate) fn surviving_fd(py: Python<'_>) -> i32 {
     static LAST: Mutex<Option<(Py<PyAny>, i32)>> = Mutex::new(None);
-    let Ok(stderr) = py.import("sys").and_then(|sys| sys.getattr("stderr")) else {
+    let Ok(stderr) = super::capi::sys_attr(py, c"stderr") else {
         return -1;
     };
     if let Some((known, fd)) = &*lock(&LAST) {
