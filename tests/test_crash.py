@@ -175,7 +175,7 @@ def test_a_crash_after_an_overflowed_call_writes_the_note_first(kind: str, code:
 
 
 CRASH_WHILE_DELIVERING = """
-import logging, time, pylogsink
+import logging, threading, time, pylogsink
 pylogsink.runtime.set_log_destination("logging")
 
 class Slow(logging.Handler):
@@ -186,17 +186,23 @@ class Slow(logging.Handler):
 
 logging.getLogger().addHandler(Slow())
 logging.getLogger().setLevel(logging.INFO)
+
+def crash_soon():
+    time.sleep(0.3)  # the records are being handed over, one by one
+    pylogsink.runtime.crash({kind!r})
+
+threading.Thread(target=crash_soon).start()
 pylogsink.runtime.start_background_logger(50).join()
-time.sleep(0.3)  # pylogsink's thread is handing them over, one by one
-pylogsink.runtime.crash({kind!r})
+time.sleep(5)
 """
 
 
 @pytest.mark.parametrize("kind", ["segv", "abort"])
 def test_records_being_handed_to_logging_when_it_crashes_reach_fd2(kind: str) -> None:
-    # pylogsink's thread has taken the 50 records out of the queue and hands
-    # them to a slow handler when the process crashes: those it had not
-    # handed yet are on fd 2, so each is either handled or written.
+    # The 50 records were taken out of the queue (at the main thread's safe
+    # point after the join) and are being handed to a slow handler when
+    # another thread crashes the process: those not handed yet are on fd
+    # 2, so each is either handled or written.
     done = crash(CRASH_WHILE_DELIVERING.format(kind=kind))
     assert done.returncode == ENDS[kind], done.stderr
     handled = [line[2:] for line in done.stdout.splitlines() if line.startswith("D background line")]

@@ -25,6 +25,8 @@
 //! - One delivery at a time ([`live::Turn`]): a pending call that finds
 //!   pylogsink's thread delivering waits for it, with the GIL released,
 //!   so that nothing taken is still on its way when the main thread looks.
+//! - At most a share of the main thread's time while native threads log
+//!   without pause ([`prompt`]'s rule).
 //! - None after the exit began: a pending call asked for once the
 //!   interpreter is finalizing would find it torn down. The exit closes
 //!   the way in ([`close`]) and waits for a thread that is asking.
@@ -90,10 +92,11 @@ fn ask() {
 /// handler raised during a write (a `KeyboardInterrupt`), which then
 /// reaches the code that was running, as the signal's own would.
 extern "C" fn at_safe_point(_: *mut c_void) -> c_int {
-    prompt::answered();
     if CLOSED.load(SeqCst) {
+        prompt::answered();
         return 0;
     }
+    prompt::answering();
     let raised = std::panic::catch_unwind(|| {
         // SAFETY: CPython runs pending calls with the GIL held; `py` lives
         // only until this closure returns.
@@ -106,6 +109,7 @@ extern "C" fn at_safe_point(_: *mut c_void) -> c_int {
             None => false,
         }
     });
+    prompt::answer_ends();
     match raised {
         Ok(true) => -1,
         _ => 0,
