@@ -181,39 +181,29 @@ def failures(runs_done: list[dict[str, Any]]) -> list[str]:
 MAXTASKS = [pytest.param(1, id="maxtasksperchild=1"), pytest.param(0, id="long-lived-workers")]
 
 
+# Each mode of pool_queue, with how many runs: "native", a native thread
+# joined in the task; "native_in_write", the same inside a stream's write,
+# where the pending call does not deliver, so pylogsink's own thread hands
+# the records to the QueueHandler about 10 ms later, while the worker ends
+# (the path every record took before); "python", the plain-Python control.
+MODES = [
+    pytest.param("native", RUNS, id="native"),
+    pytest.param("native_in_write", RUNS, id="native-in-write"),
+    pytest.param("python", CONTROL_RUNS, id="python-control"),
+]
+
+
 @pytest.mark.timeout(300)
 @pytest.mark.parametrize("maxtasks", MAXTASKS)
 @pytest.mark.parametrize("method", METHODS)
-def test_pool_workers_native_threads_reach_the_queue_listener(method: str, maxtasks: int) -> None:
+@pytest.mark.parametrize(("mode", "runs"), MODES)
+def test_every_record_of_every_task_reaches_the_queue_listener_and_no_run_hangs(
+    mode: str, runs: dict[str, int], method: str, maxtasks: int
+) -> None:
     """Every record of every task reaches the parent's QueueListener, once,
-    and no run hangs (RUNS[method] runs)."""
-    runs = RUNS[method]
-    done = cookbook(method, maxtasks, "native", runs)
-    assert failures(done) == [] and len(done) == runs, failures(done)
-
-
-@pytest.mark.timeout(300)
-@pytest.mark.parametrize("maxtasks", MAXTASKS)
-@pytest.mark.parametrize("method", METHODS)
-def test_records_pylogsinks_thread_hands_over_reach_the_queue_listener(method: str, maxtasks: int) -> None:
-    """The same, with the native thread started and joined inside a
-    stream's write: pylogsink's pending call does not deliver there, so its
-    own thread hands the records to the QueueHandler, about 10 ms later,
-    while the worker ends (the path every record took before)."""
-    runs = RUNS[method]
-    done = cookbook(method, maxtasks, "native_in_write", runs)
-    assert failures(done) == [] and len(done) == runs, failures(done)
-
-
-@pytest.mark.timeout(300)
-@pytest.mark.parametrize("maxtasks", MAXTASKS)
-@pytest.mark.parametrize("method", METHODS)
-def test_plain_python_threads_reach_the_queue_listener(method: str, maxtasks: int) -> None:
-    """The control: a Python thread in each task logs the same records
-    (CONTROL_RUNS[method] runs)."""
-    runs = CONTROL_RUNS[method]
-    done = cookbook(method, maxtasks, "python", runs)
-    assert failures(done) == [] and len(done) == runs, failures(done)
+    and no run hangs, in each of runs[method] runs."""
+    done = cookbook(method, maxtasks, mode, runs[method])
+    assert failures(done) == [] and len(done) == runs[method], failures(done)
 
 
 @pytest.mark.naive
