@@ -474,3 +474,18 @@ def test_each_decode_in_a_suite_has_ffmpegs_lines_right_after_it(video: Path, tm
         run_child_pytest(test, source, passed=6)
         counts[source] = [int(n) for n in counts_file.read_text().split()]
     assert counts["pylogsink"] == counts["python"], counts
+
+
+# 7. pylogsink imported as Python starts (a `.pth` line, a sitecustomize),
+# before Python says it is initialized (CPython 3.15 imports site first).
+
+
+@pytest.mark.parametrize("source", SOURCES)
+def test_imported_from_a_sitecustomize_the_lines_are_there_after_the_join(source: str, tmp_path: Path) -> None:
+    (tmp_path / "sitecustomize.py").write_text("import pylogsink.runtime\n")
+    env = {**child_env(), "PYTHONPATH": os.pathsep.join(filter(None, [str(tmp_path), os.environ.get("PYTHONPATH")]))}
+    done = python(child_code(REDIRECTED.replace("12_000", "300"), source=source), env=env)
+    assert done.returncode == 0, done.stderr[-3000:]
+    got = last_json(done.stdout)
+    assert got["in_stream"] == list(range(300)), f"{len(got['in_stream'])} of 300 in the StringIO"
+    assert numbers(done.stderr) == [], "none on fd 2"

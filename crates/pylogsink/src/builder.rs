@@ -273,9 +273,7 @@ impl Builder {
         fd::check_terminal();
         fd::check_stderr();
         fork::install();
-        // SAFETY: `Py_IsInitialized` may be called at any time, with or
-        // without the GIL.
-        if unsafe { pyo3::ffi::Py_IsInitialized() } != 0 {
+        if crate::call::python_runs() {
             pyo3::Python::attach(crate::call::at_init);
         }
         if self.crash_handler {
@@ -299,11 +297,7 @@ impl Builder {
 /// [`InitError::Subinterpreter`] when Python runs and the calling thread is
 /// in a subinterpreter: checked before anything is installed.
 fn main_interpreter_only() -> Result<(), InitError> {
-    // SAFETY: `Py_IsInitialized` may be called at any time, with or
-    // without the GIL.
-    if unsafe { pyo3::ffi::Py_IsInitialized() } == 0
-        || pyo3::Python::attach(crate::call::in_main_interpreter)
-    {
+    if !crate::call::python_runs() || pyo3::Python::attach(crate::call::in_main_interpreter) {
         Ok(())
     } else {
         Err(InitError::Subinterpreter)

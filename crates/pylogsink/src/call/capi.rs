@@ -174,6 +174,36 @@ pub(crate) fn has_thread_state() -> bool {
     !unsafe { pyo3::ffi::PyGILState_GetThisThreadState() }.is_null()
 }
 
+/// Whether Python runs and this thread holds its GIL: `Py_IsInitialized`,
+/// or, while CPython 3.15 still initializes (it imports `site`, and so
+/// runs `.pth` lines and `sitecustomize`, before `Py_IsInitialized` says
+/// it is initialized), a thread state attached to this thread.
+/// `PyThreadState_GetUnchecked` (3.13+) reads a thread-local, NULL where
+/// no interpreter runs; on Windows the symbol is looked up in Python's DLL
+/// only once Python says it runs, so there `Py_IsInitialized` alone tells.
+pub(crate) fn python_runs() -> bool {
+    // SAFETY: `Py_IsInitialized` may be called at any time, with or
+    // without the GIL.
+    if unsafe { pyo3::ffi::Py_IsInitialized() } != 0 {
+        return true;
+    }
+    #[cfg(unix)]
+    {
+        // SAFETY: a NUL-terminated name; the symbol, where the process has
+        // it, is `PyThreadState *PyThreadState_GetUnchecked(void)`, which
+        // reads a thread-local and may be called on any thread at any time.
+        unsafe {
+            let f = libc::dlsym(libc::RTLD_DEFAULT, c"PyThreadState_GetUnchecked".as_ptr());
+            if !f.is_null() {
+                let get =
+                    std::mem::transmute::<*mut c_void, unsafe extern "C" fn() -> *mut c_void>(f);
+                return !get().is_null();
+            }
+        }
+    }
+    false
+}
+
 /// The address of CPython's function `name`, if the running interpreter
 /// exports it.
 #[cfg(unix)]

@@ -24,6 +24,7 @@ mod stderr;
 mod write;
 
 pub use at_fork::leftovers as fork_leftovers;
+pub(crate) use capi::python_runs;
 pub use errors::error;
 pub use interpreter::in_main_interpreter;
 pub use stderr::stderr_check;
