@@ -5,8 +5,10 @@ the segfault is an access violation, an exception nobody handles."""
 
 from __future__ import annotations
 
+import json
 import os
 import re
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -279,3 +281,83 @@ def test_faulthandler_enabled_after_pylogsink_ends_the_process_once_with_lines_a
     assert messages(done.stderr) == BEFORE
     assert done.stderr.count("Fatal Python error") == 1, done.stderr
     assert done.stderr.index(BEFORE[-1]) < done.stderr.index("Fatal Python error"), done.stderr
+
+
+# The crash matrix: a Python handler for SIGABRT set before pylogsink is
+# imported, after it, or none; SIGABRT by kill(getpid()) or raise() from a
+# native thread while a call keeps 50 lines, or by abort() inside a call;
+# sys.stderr the process's own or replaced. A process that lives on (a
+# handler took the signal) reports what its stream got, then abort()s in
+# a call that logged 3 lines. Plain Python writes each line once: so must
+# pylogsink, whatever the order, and the last words must be there.
+MATRIX = """
+import contextlib, io, json, os, signal, sys
+import pylogsink_testext as ext
+handled = []
+def handle():
+    signal.signal(signal.SIGABRT, lambda signum, frame: handled.append(signum))
+{before}
+import pylogsink
+rt = pylogsink.runtime
+{after}
+def stream():
+    return contextlib.redirect_stderr(buf) if {replaced} else contextlib.nullcontext()
+buf = io.StringIO()
+with stream():
+    if {how!r} == "abort":
+        rt.crash("abort")
+    ext.signal_later({how!r}, 0.3)
+    rt.log_then_hang(50, 1.0)
+# A signal caught on another thread waits for the main thread to look:
+# pthread_sigmask looks (Windows has none).
+if hasattr(signal, "pthread_sigmask"):
+    signal.pthread_sigmask(signal.SIG_BLOCK, [])
+print(json.dumps({{"stream": buf.getvalue(), "handled": handled}}), flush=True)
+buf = io.StringIO()
+with stream():
+    rt.crash("abort")
+"""
+
+HANG = [f"about to hang: line {i}" for i in range(50)]
+
+
+@pytest.mark.parametrize("replaced", [False, True], ids=["own-stderr", "replaced-stderr"])
+@pytest.mark.parametrize("how", ["kill", "raise", "abort"])
+@pytest.mark.parametrize("handler", ["before", "after", "none"])
+def test_a_sigabrt_writes_each_line_once_and_the_last_words_in_every_order(
+    handler: str, how: str, replaced: bool
+) -> None:
+    if how == "kill" and sys.platform == "win32":
+        pytest.skip("no kill(2) on Windows")
+    code = MATRIX.format(
+        before="handle()" if handler == "before" else "",
+        after="handle()" if handler == "after" else "",
+        replaced=replaced,
+        how=how,
+    )
+    done = crash(code)
+    assert done.returncode == ABORTED, done.stderr[-2000:]
+    on_fd2 = messages(done.stderr)
+    if how == "abort":
+        # abort() ends the process, handler or not, with its call's lines.
+        assert on_fd2 == BEFORE, done.stderr[-2000:]
+        assert not done.stdout
+        return
+    if handler == "none":
+        # The signal ended the process: the call's 50 lines, once.
+        assert on_fd2 == HANG, done.stderr[-2000:]
+        assert not done.stdout
+        return
+    # The handler took the signal and the process lived on: each of the 50
+    # lines once, on fd 2 or in the stream (a raised SIGABRT may be
+    # abort()'s: what waits is written to fd 2 at once); then the last
+    # words of the abort().
+    lived = json.loads(done.stdout)
+    assert lived["handled"] == [signal.SIGABRT] or sys.platform == "win32", lived["handled"]
+    in_stream = messages(lived["stream"])
+    assert sorted(on_fd2[:-3] + in_stream) == sorted(HANG), done.stderr[-2000:]
+    assert on_fd2[-3:] == BEFORE, done.stderr[-2000:]
+    if how == "kill" or not replaced:
+        # Sent by kill, the signal wrote nothing: the lines went where
+        # they would have gone.
+        assert (in_stream if replaced else on_fd2[:-3]) == HANG

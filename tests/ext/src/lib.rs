@@ -417,6 +417,37 @@ fn log_then_crash(py: Python<'_>, count: usize, kind: &str) -> PyResult<()> {
     })
 }
 
+/// Sends this process SIGABRT from a native thread, `after` seconds from
+/// now, while the caller goes on: "kill" with `kill(getpid())` (what
+/// another process's `kill -ABRT` looks like to a handler, but for the
+/// sender), "raise" with `raise` on that thread (what `abort()` does
+/// first). Windows has `raise` only.
+#[pyfunction]
+fn signal_later(how: &str, after: f64) -> PyResult<()> {
+    let kill = match how {
+        "kill" if cfg!(unix) => true,
+        "raise" => false,
+        _ => {
+            return Err(PyValueError::new_err(format!(
+                "unknown way {how:?}: expected \"kill\" (not on Windows) or \"raise\""
+            )))
+        }
+    };
+    std::thread::spawn(move || {
+        std::thread::sleep(std::time::Duration::from_secs_f64(after));
+        #[cfg(unix)]
+        if kill {
+            // SAFETY: kill sends a signal; this process handles or dies of it.
+            unsafe { libc::kill(libc::getpid(), libc::SIGABRT) };
+            return;
+        }
+        let _ = kill;
+        // SAFETY: raise sends a signal to this thread, as above.
+        unsafe { libc::raise(libc::SIGABRT) };
+    });
+    Ok(())
+}
+
 /// `workers` HTTP/2 connections to 127.0.0.1:`port`, each making
 /// `requests` GETs of "/" one after the other, on a multi-threaded tokio
 /// runtime whose worker threads are attached to the call (as docs/threads.md
@@ -624,6 +655,7 @@ fn _testext(m: &Bound<'_, PyModule>) -> PyResult<()> {
     }
     pylogsink::python::add_functions(m)?;
     m.add_function(wrap_pyfunction!(pool_get, m)?)?;
+    m.add_function(wrap_pyfunction!(signal_later, m)?)?;
     m.add_function(wrap_pyfunction!(rayon_fan_out, m)?)?;
     m.add_function(wrap_pyfunction!(http_get, m)?)?;
     m.add_function(wrap_pyfunction!(tracing_work, m)?)?;

@@ -438,6 +438,11 @@ fn deliver(py: Python<'_>, batch: Batch, until: Until) -> Option<PyErr> {
             flight.handed(batch.records.len());
             break;
         }
+        if flight.written_at_crash(n) {
+            // A raised SIGABRT wrote it to fd 2, and the process lived on.
+            flight.handed(n + 1);
+            continue;
+        }
         if let Err(err) = handle(py, state, &prefix, record, &mut seen) {
             if is_interrupt(py, &err) {
                 interrupt.get_or_insert(err);

@@ -499,7 +499,7 @@ extern "C" fn write_at_c_exit() {
                 write(fd, &text);
             }
         }
-        write_rest_at_crash(&mut write);
+        write_rest_at_crash(&mut write, false);
         for stream in &STREAMS {
             restore(stream);
         }
@@ -946,7 +946,7 @@ fn pass_on(stream: &Stream, wait: Duration) -> bool {
 /// Hands each stream's waiting lines to `text` with the descriptor they go
 /// to, for the crash handler (see [`lock_at_crash`]); returns how many
 /// locks stayed held.
-pub(crate) fn visit(text: &mut dyn FnMut(i32, &Kept)) -> usize {
+pub(crate) fn visit(text: &mut dyn FnMut(i32, &mut Kept)) -> usize {
     STREAMS
         .iter()
         .map(|stream| visit_stream(stream, text))
@@ -955,15 +955,15 @@ pub(crate) fn visit(text: &mut dyn FnMut(i32, &Kept)) -> usize {
 
 /// [`visit`] for one stream: the lines Python took and has not written
 /// yet, then those that wait. 1 if its lock stayed held.
-fn visit_stream(stream: &Stream, text: &mut dyn FnMut(i32, &Kept)) -> usize {
+fn visit_stream(stream: &Stream, text: &mut dyn FnMut(i32, &mut Kept)) -> usize {
     let saved = stream.saved.load(Ordering::Relaxed);
     if saved < 0 {
         return 0;
     }
     match lock_at_crash(&stream.waiting) {
-        Some(waiting) => {
-            text(saved, &waiting.handed);
-            text(saved, &waiting.kept);
+        Some(mut waiting) => {
+            text(saved, &mut waiting.handed);
+            text(saved, &mut waiting.kept);
             0
         }
         None => 1,
@@ -1006,23 +1006,29 @@ pub(crate) fn stop_reading_at_crash() -> [Option<MutexGuard<'static, ()>>; 2] {
 /// line not yet ended, then what is still in its pipe, with the
 /// descriptor it goes to. Async-signal-safe: a buffer on the stack, `read`
 /// on the non-blocking read end, locks as [`lock_at_crash`] takes them.
-pub(crate) fn write_rest_at_crash(write: &mut dyn FnMut(i32, &[u8])) {
+/// With `forget` (a process that may live on), the line not yet ended is
+/// let go of once written; what is read from a pipe is gone anyway.
+pub(crate) fn write_rest_at_crash(write: &mut dyn FnMut(i32, &[u8]), forget: bool) {
     for stream in &STREAMS {
         if stream.active.load(Ordering::Acquire) {
-            rest_at_crash(stream, write);
+            rest_at_crash(stream, write, forget);
         }
     }
 }
 
 /// [`write_rest_at_crash`] for one stream.
-fn rest_at_crash(stream: &Stream, write: &mut dyn FnMut(i32, &[u8])) {
+fn rest_at_crash(stream: &Stream, write: &mut dyn FnMut(i32, &[u8]), forget: bool) {
     let saved = stream.saved.load(Ordering::Relaxed);
     if saved < 0 {
         return;
     }
-    if let Some(waiting) = lock_at_crash(&stream.waiting) {
+    if let Some(mut waiting) = lock_at_crash(&stream.waiting) {
         if !waiting.lines.partial().is_empty() {
             write(saved, waiting.lines.partial());
+            if forget {
+                // Its start written: what follows is the rest of a line.
+                waiting.lines.flush(&mut |_, _| {});
+            }
         }
     }
     let read = stream.read.load(Ordering::Relaxed);
@@ -1198,10 +1204,14 @@ mod tests {
         read_pipe(&stream, input[0], &mut buffer, BUDGET);
         write(input[1], b" and still in the pipe\n");
         let mut got = Vec::new();
-        rest_at_crash(&stream, &mut |fd, text| {
-            assert_eq!(fd, output[1]);
-            got.extend_from_slice(text);
-        });
+        rest_at_crash(
+            &stream,
+            &mut |fd, text| {
+                assert_eq!(fd, output[1]);
+                got.extend_from_slice(text);
+            },
+            false,
+        );
         assert_eq!(got, b"drained, no end and still in the pipe\n");
         close_all(&[input[0], input[1], output[0], output[1]]);
     }

@@ -100,7 +100,7 @@ pub(crate) fn pressing() -> bool {
 }
 
 /// Nothing waits: no buffer visited.
-pub(crate) fn visit(_text: &mut dyn FnMut(i32, &Kept)) -> usize {
+pub(crate) fn visit(_text: &mut dyn FnMut(i32, &mut Kept)) -> usize {
     0
 }
 
@@ -110,7 +110,7 @@ pub(crate) fn stop_reading_at_crash() -> [Option<MutexGuard<'static, ()>>; 2] {
 }
 
 /// Nothing was left unread.
-pub(crate) fn write_rest_at_crash(_write: &mut dyn FnMut(i32, &[u8])) {}
+pub(crate) fn write_rest_at_crash(_write: &mut dyn FnMut(i32, &[u8]), _forget: bool) {}
 
 /// No `fork` on Windows: nothing to hold.
 pub(crate) fn hold_for_fork() -> HeldForFork {

@@ -16,6 +16,13 @@
 //! held, by the thread that crashed inside a push say, is skipped and
 //! reported in a note. Records for `logging` are formatted into a buffer allocated
 //! when the handler is installed.
+//!
+//! A SIGABRT that the process raised itself, with a handler of the
+//! program's in place, may be `abort()` (the process ends as the handler
+//! returns) or `raise` (it lives on): the lines are written all the same,
+//! and forgotten, so that a process that lives on does not write them
+//! twice. What they held is leaked, not freed (freeing is not
+//! async-signal-safe): a few KiB, once per such signal.
 
 use super::capture::{stop_reading_at_crash, write_rest_at_crash};
 use super::registry::visit_waiting;
@@ -49,8 +56,9 @@ pub(crate) fn install() {
 /// at most the stall wait, then a note for the buffers skipped. A call
 /// whose `sys.stderr` has a descriptor of its own that outlives fd 2's
 /// reader (ipykernel's copy of the kernel's original stderr) gets its
-/// lines there; where that fails, fd 2 gets them.
-fn write_waiting() {
+/// lines there; where that fails, fd 2 gets them. With `may_live_on`,
+/// what is written is forgotten (see the module's doc).
+fn write_waiting(may_live_on: bool) {
     let deadline = Instant::now() + stall_wait();
     // Held until the end: what an output capture's pipes hold stays there
     // until `write_rest_at_crash` reads it.
@@ -85,12 +93,18 @@ fn write_waiting() {
     };
     // The records being handed to `logging` right now came out of the
     // buffers first.
-    let mut busy = flight::visit(&mut |in_flight| in_flight.iter().for_each(|r| record(-1, r)));
+    let mut busy = flight::visit(
+        &mut |in_flight| in_flight.iter().for_each(|r| record(-1, r)),
+        may_live_on,
+    );
     busy += visit_waiting(
         &mut |fd, kept| {
             let (n, bytes) = kept.left_out();
             note(fd, n, "line", bytes, Limit::Bytes(kept.cap()));
             write(fd, kept.lines_bytes());
+            if may_live_on {
+                kept.forget_at_crash();
+            }
         },
         &mut |fd, pending| {
             note(
@@ -101,12 +115,15 @@ fn write_waiting() {
                 pending.limit(),
             );
             pending.records().for_each(|r| record(fd, r));
+            if may_live_on {
+                pending.forget_at_crash();
+            }
         },
     );
     // Text on its way through a Python stream, in no buffer meanwhile.
-    busy += in_flight::visit(&mut |text| write(-1, text));
+    busy += in_flight::visit(&mut |text| write(-1, text), may_live_on);
     // What an output capture had not yet read into lines.
-    write_rest_at_crash(&mut |fd, text| write(fd, text));
+    write_rest_at_crash(&mut |fd, text| write(fd, text), may_live_on);
     if busy + skipped > 0 {
         let mut note = Note::new();
         note.push(b"[pylogsink] crashed: ");
@@ -227,7 +244,7 @@ mod tests {
         // The pipe holds one page: read while the handler writes.
         let dump = std::thread::scope(|s| {
             let reader = s.spawn(|| pipe.read_all());
-            write_waiting();
+            write_waiting(false);
             reader.join().unwrap()
         });
         THREAD.with(|t| {

@@ -325,11 +325,11 @@ pub(crate) fn append(taken: Taken) {
 /// Hands the queue and the lines for a replaced stream to `text`, from a
 /// signal handler (see [`lock_at_crash`]). Returns how many locks stayed
 /// held.
-pub(crate) fn visit(text: &mut dyn FnMut(&Kept)) -> usize {
+pub(crate) fn visit(text: &mut dyn FnMut(&mut Kept)) -> usize {
     let mut busy = 0;
     for buffer in [&QUEUE, &FOR_STREAM] {
         match lock_at_crash(buffer) {
-            Some(lines) => text(&lines),
+            Some(mut lines) => text(&mut lines),
             None => busy += 1,
         }
     }

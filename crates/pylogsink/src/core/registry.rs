@@ -111,8 +111,8 @@ pub(crate) fn live_threads() -> Vec<Arc<Shared>> {
 /// nothing and never blocks on a lock ([`lock_at_crash`]); returns how
 /// many buffers it skipped because their lock stayed held.
 pub(crate) fn visit_waiting(
-    text: &mut dyn FnMut(i32, &Kept),
-    records: &mut dyn FnMut(i32, &Pending),
+    text: &mut dyn FnMut(i32, &mut Kept),
+    records: &mut dyn FnMut(i32, &mut Pending),
 ) -> usize {
     let mut busy = pending::queue::visit(&mut |p| records(-1, p));
     busy += queue::visit(&mut |lines| text(-1, lines));
@@ -125,11 +125,11 @@ pub(crate) fn visit_waiting(
         };
         let fd = shared.crash_fd.load(Ordering::Relaxed);
         match lock_at_crash(&shared.kept) {
-            Some(kept) => text(fd, &kept),
+            Some(mut kept) => text(fd, &mut kept),
             None => busy += 1,
         }
         match lock_at_crash(&shared.pending) {
-            Some(pending) => records(fd, &pending),
+            Some(mut pending) => records(fd, &mut pending),
             None => busy += 1,
         }
         // Dropping what may be the last reference would free memory.

@@ -54,16 +54,23 @@ pub(crate) fn take_over() -> Vec<Vec<u8>> {
 }
 
 /// Hands the text of each write in flight to `f`, from a signal handler
-/// (see [`lock_at_crash`]): nothing is allocated or freed. Returns how
+/// (see [`lock_at_crash`]): nothing is allocated or freed. With `forget`
+/// (a process that may live on), each text is let go of (leaked: freeing
+/// is not async-signal-safe), so that it is not written twice. Returns how
 /// many locks stayed held.
-pub(crate) fn visit(f: &mut dyn FnMut(&[u8])) -> usize {
+pub(crate) fn visit(f: &mut dyn FnMut(&[u8]), forget: bool) -> usize {
     let Some(flights) = lock_at_crash(&FLIGHTS) else {
         return 1;
     };
     let mut busy = 0;
     for flight in flights.iter() {
         match lock_at_crash(flight) {
-            Some(text) => text.as_deref().into_iter().for_each(&mut *f),
+            Some(mut text) => {
+                text.as_deref().into_iter().for_each(&mut *f);
+                if forget {
+                    std::mem::forget(text.take());
+                }
+            }
             None => busy += 1,
         }
     }
@@ -86,7 +93,7 @@ mod tests {
         start(b"landed\n").landed();
         let stuck = start(b"stuck\n");
         let mut seen = Vec::new();
-        visit(&mut |text| seen.push(text.to_vec()));
+        visit(&mut |text| seen.push(text.to_vec()), false);
         assert_eq!(seen, [b"stuck\n".to_vec()]);
         assert_eq!(take_over(), [b"stuck\n".to_vec()]);
         assert!(take_over().is_empty());

@@ -121,6 +121,19 @@ impl Kept {
         }
     }
 
+    /// Forgets the kept lines and the note, which a signal handler wrote
+    /// for a process that may live on: nothing is freed (their memory
+    /// stays for the lines to come), so it may run in the handler.
+    pub(crate) fn forget_at_crash(&mut self) {
+        self.data.clear();
+        self.head = 0;
+        self.lines.clear();
+        self.left_out_lines = 0;
+        self.left_out_bytes = 0;
+        self.cut_lines = 0;
+        self.cut_bytes = 0;
+    }
+
     /// Whether nothing waits here: no line and no note.
     pub(crate) fn is_empty(&self) -> bool {
         self.lines.is_empty() && self.left_out_bytes == 0 && self.cut_lines == 0

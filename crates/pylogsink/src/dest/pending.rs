@@ -204,6 +204,16 @@ impl Pending {
         }
     }
 
+    /// Forgets the records and the note, which a signal handler wrote for
+    /// a process that may live on. Freeing is not async-signal-safe: the
+    /// records' memory is leaked (a few KiB, once per raised signal).
+    pub(crate) fn forget_at_crash(&mut self) {
+        std::mem::forget(std::mem::take(&mut self.records));
+        self.bytes = 0;
+        self.left_out = 0;
+        self.left_out_bytes = 0;
+    }
+
     /// An empty buffer of at most `records` records within `bytes`.
     #[cfg(test)]
     pub(crate) const fn with_budget(records: usize, bytes: usize) -> Pending {
@@ -491,10 +501,10 @@ pub(crate) mod queue {
 
     /// Hands the records that wait to `f`, from a signal handler (see
     /// [`lock_at_crash`]). Returns 1 if the lock stayed held, else 0.
-    pub(crate) fn visit(f: &mut dyn FnMut(&Pending)) -> usize {
+    pub(crate) fn visit(f: &mut dyn FnMut(&mut Pending)) -> usize {
         match lock_at_crash(&QUEUE) {
-            Some(queue) => {
-                f(&queue);
+            Some(mut queue) => {
+                f(&mut queue);
                 0
             }
             None => 1,
@@ -573,10 +583,12 @@ pub(crate) mod flight {
     use std::sync::atomic::{AtomicUsize, Ordering};
     use std::sync::{Arc, Mutex};
 
-    /// One batch in flight and how many of its records were handed over.
+    /// One batch in flight, how many of its records were handed over, and
+    /// how many a signal handler wrote for a process that may live on.
     pub(crate) struct Flight {
         batch: Batch,
         handed: AtomicUsize,
+        written: AtomicUsize,
     }
 
     static FLIGHTS: Mutex<Vec<Arc<Flight>>> = Mutex::new(Vec::new());
@@ -589,6 +601,7 @@ pub(crate) mod flight {
         let flight = Arc::new(Flight {
             batch,
             handed: AtomicUsize::new(0),
+            written: AtomicUsize::new(0),
         });
         lock(&FLIGHTS).push(Arc::clone(&flight));
         InFlight(flight)
@@ -604,6 +617,12 @@ pub(crate) mod flight {
         pub(crate) fn handed(&self, n: usize) {
             self.0.handed.store(n, Ordering::Release);
         }
+
+        /// Whether record `n` was written by a signal handler, as the
+        /// last words of a process that lived on: it is not handed over.
+        pub(crate) fn written_at_crash(&self, n: usize) -> bool {
+            n < self.0.written.load(Ordering::Acquire)
+        }
     }
 
     impl Drop for InFlight {
@@ -618,15 +637,20 @@ pub(crate) mod flight {
 
     /// Hands the records not handed yet of each batch in flight to `f`,
     /// from a signal handler (see [`lock_at_crash`]): nothing is allocated
-    /// or freed. Returns 1 if the lock stayed held, else 0.
-    pub(crate) fn visit(f: &mut dyn FnMut(&[PendingRecord])) -> usize {
+    /// or freed. With `forget` (a process that may live on), they are
+    /// not handed over after. Returns 1 if the lock stayed held, else 0.
+    pub(crate) fn visit(f: &mut dyn FnMut(&[PendingRecord]), forget: bool) -> usize {
         let Some(flights) = lock_at_crash(&FLIGHTS) else {
             return 1;
         };
         for flight in flights.iter() {
             let records = &flight.batch.records;
-            let handed = flight.handed.load(Ordering::Acquire).min(records.len());
-            f(&records[handed..]);
+            let handed = flight.handed.load(Ordering::Acquire);
+            let written = flight.written.load(Ordering::Acquire);
+            f(&records[handed.max(written).min(records.len())..]);
+            if forget {
+                flight.written.store(records.len(), Ordering::Release);
+            }
         }
         0
     }
@@ -806,9 +830,10 @@ mod tests {
     fn a_batch_in_flight_shows_what_was_not_handed_until_it_lands() {
         let messages = |flights: &mut Vec<Vec<String>>| {
             flights.clear();
-            flight::visit(&mut |records| {
-                flights.push(records.iter().map(|r| r.message.clone()).collect())
-            })
+            flight::visit(
+                &mut |records| flights.push(records.iter().map(|r| r.message.clone()).collect()),
+                false,
+            )
         };
         let ours = |flights: &Vec<Vec<String>>| {
             flights
@@ -842,5 +867,57 @@ mod tests {
         drop(in_flight);
         messages(&mut seen);
         assert_eq!(ours(&seen), None, "landed: nothing left to write");
+    }
+
+    #[test]
+    fn records_a_handler_wrote_for_a_process_that_lives_on_are_not_handed_over() {
+        let batch = Batch {
+            records: (0..3)
+                .map(|i| PendingRecord {
+                    message: format!("written at a raised signal {i}"),
+                    ..record(i, 10)
+                })
+                .collect(),
+            ..Batch::default()
+        };
+        let in_flight = flight::start(batch);
+        in_flight.handed(1);
+        let mut written = Vec::new();
+        let visit = |written: &mut Vec<String>, forget| {
+            flight::visit(
+                &mut |records| {
+                    let ours = records
+                        .iter()
+                        .filter(|r| r.message.starts_with("written at"));
+                    written.extend(ours.map(|r| r.message.clone()))
+                },
+                forget,
+            )
+        };
+        visit(&mut written, true);
+        assert_eq!(
+            written,
+            [
+                "written at a raised signal 1",
+                "written at a raised signal 2"
+            ]
+        );
+        assert!(in_flight.written_at_crash(2) && !in_flight.written_at_crash(3));
+        written.clear();
+        visit(&mut written, false);
+        assert!(written.is_empty(), "written twice: {written:?}");
+    }
+
+    #[test]
+    fn forgetting_at_a_crash_empties_the_buffer_and_its_note() {
+        let mut pending = Pending::with_budget(2, 1 << 20);
+        for i in 0..3 {
+            pending.push(record(i, 10));
+        }
+        assert_eq!(pending.left_out, 1);
+        pending.forget_at_crash();
+        assert!(pending.is_empty() && pending.left_out == 0);
+        pending.push(record(3, 10));
+        assert_eq!(pending.records().count(), 1);
     }
 }

@@ -6,13 +6,21 @@
 //! and the core dump are unchanged. The function runs in a signal
 //! handler: it may only make async-signal-safe calls.
 //!
-//! One exception: a signal another process sent (`kill -ABRT`) to a
-//! process that handles it (Python's `signal.signal`, as gunicorn's workers
-//! do for SIGABRT) need not end the process. There the previous handler is
-//! called in place, this one stays, and the function runs only if that
-//! handler raised the signal again to end the process (faulthandler does):
-//! the waiting lines are not written while the process lives on, so they
-//! are neither written twice nor missing at the next real crash.
+//! A signal the process may live through is told apart from a fatal one
+//! by `siginfo`, when a handler of the program's own (Python's
+//! `signal.signal`, as gunicorn's workers do for SIGABRT) was there first:
+//! - sent by `kill` or `sigqueue`, from another process or this one: that
+//!   handler is called in place and this one stays. The function runs
+//!   only if that handler raised the signal again to end the process
+//!   (faulthandler does): nothing is written while the process lives on,
+//!   so nothing is written twice, and the next real crash still writes.
+//! - raised by this process (`raise`, `abort()`): the two look the same
+//!   here, and `abort()` ends the process as the handler returns, with the
+//!   default action and no handler. So the function runs first, told that
+//!   the process may live on (it forgets what it wrote), then that handler
+//!   is called in place and this one stays.
+//! - a fault (a null pointer, a bad instruction), or no handler of the
+//!   program's: the process ends, as above.
 //!
 //! A handler installed after this one (Python's `signal.signal` in the
 //! program, `faulthandler.enable()`) takes its place: the waiting lines
@@ -56,12 +64,13 @@ static PREVIOUS: AtomicPtr<Actions> = AtomicPtr::new(std::ptr::null_mut());
 /// waited for: a child forked while another thread held it finds it held).
 static CHANGING: Mutex<()> = Mutex::new(());
 
-/// What runs at the first fatal signal.
-static ON_CRASH: OnceLock<fn()> = OnceLock::new();
+/// What runs at a fatal signal: told whether the process may live on.
+static ON_CRASH: OnceLock<fn(bool)> = OnceLock::new();
 
 /// Installs the handler for the fatal signals, once per process: at the
-/// first one, `on_crash` runs.
-pub(crate) fn install_crash_handler(on_crash: fn()) {
+/// first one, `on_crash(false)` runs; at a signal the process raised
+/// itself and may live through, `on_crash(true)` (see the module's doc).
+pub(crate) fn install_crash_handler(on_crash: fn(bool)) {
     if ON_CRASH.set(on_crash).is_err() {
         return;
     }
@@ -133,9 +142,8 @@ fn put_in_front(replace: impl Fn(&libc::sigaction) -> bool) {
 /// The handler: runs the function (once, whichever signal comes first),
 /// puts the previous handler back and raises the signal again. The signal
 /// is blocked while this runs, so it is delivered, to the previous
-/// handler, as this returns. A signal another process sent, to a process
-/// with a handler of its own, goes to that handler in place (see the
-/// module's doc).
+/// handler, as this returns. A signal a handler of the program's may take
+/// goes to that handler in place (see the module's doc).
 extern "C" fn on_fatal_signal(
     signal: libc::c_int,
     info: *mut libc::siginfo_t,
@@ -156,21 +164,28 @@ extern "C" fn on_fatal_signal(
         }
         return;
     }
-    if let Some(previous) = previous.filter(|p| is_function(p) && sent_by_another_process(info)) {
+    let origin = origin(info);
+    if let Some(previous) = previous.filter(|p| is_function(p) && origin != Origin::Fault) {
+        if origin == Origin::Raised {
+            // Perhaps abort(), which ends the process as this returns.
+            if let Some(on_crash) = ON_CRASH.get() {
+                on_crash(true);
+            }
+        }
         // SAFETY: `previous` is a handler function that `sigaction`
         // returned, called as the kernel would call it, with its flags'
         // signature; `sigpending` and `sigismember` are async-signal-safe.
-        unsafe {
+        let raised_again = unsafe {
             call(previous, signal, info, context);
             let mut pending: libc::sigset_t = std::mem::zeroed();
             libc::sigpending(&mut pending);
-            if libc::sigismember(&pending, signal) != 1 {
-                // Handled: the process lives on, and this handler with it.
-                return;
-            }
+            libc::sigismember(&pending, signal) == 1
+        };
+        if raised_again {
+            // To end the process as it returns: the function runs now,
+            // and the signal, handed back here, takes its default action.
+            run_once();
         }
-        // It raised the signal again, to end the process as it returns.
-        run_once();
         return;
     }
     run_once();
@@ -189,14 +204,15 @@ extern "C" fn on_fatal_signal(
     }
 }
 
-/// Whether the function ran.
+/// Whether the function ran for a signal that ends the process.
 static RAN: AtomicBool = AtomicBool::new(false);
 
-/// Runs the function, the first time only.
+/// Runs the function for a signal that ends the process, the first time
+/// only.
 fn run_once() {
     if !RAN.swap(true, Ordering::AcqRel) {
         if let Some(on_crash) = ON_CRASH.get() {
-            on_crash();
+            on_crash(false);
         }
     }
 }
@@ -206,38 +222,33 @@ fn is_function(action: &libc::sigaction) -> bool {
     action.sa_sigaction != libc::SIG_DFL && action.sa_sigaction != libc::SIG_IGN
 }
 
-/// Whether the signal came from `kill` or `sigqueue` in another process,
-/// not from this one (`abort()`, `raise`) nor from a fault.
-fn sent_by_another_process(info: *const libc::siginfo_t) -> bool {
+/// Where a signal came from, as `siginfo` says.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Origin {
+    /// `kill` or `sigqueue`, from this process or another.
+    Sent,
+    /// Raised by this process: `raise`, `abort()`, `pthread_kill`.
+    Raised,
+    /// The kernel's, for a fault; or unknown (no siginfo).
+    Fault,
+}
+
+fn origin(info: *const libc::siginfo_t) -> Origin {
     if info.is_null() {
-        return false;
+        return Origin::Fault;
     }
-    // SAFETY: the kernel hands a valid siginfo_t to an SA_SIGINFO handler;
-    // its sender's pid is set for SI_USER and SI_QUEUE.
-    unsafe {
-        let code = (*info).si_code;
-        (code == SI_USER || code == SI_QUEUE) && sender(info) != libc::getpid()
-    }
+    // SAFETY: the kernel hands a valid siginfo_t to an SA_SIGINFO handler.
+    origin_of(unsafe { (*info).si_code })
 }
 
-/// The pid of the process that sent the signal.
-///
-/// # Safety
-/// `info` points to a siginfo_t of SI_USER or SI_QUEUE.
-#[cfg(not(target_vendor = "apple"))]
-unsafe fn sender(info: *const libc::siginfo_t) -> libc::pid_t {
-    // SAFETY: for SI_USER and SI_QUEUE the kill fields are the ones set.
-    unsafe { (*info).si_pid() }
-}
-
-/// The pid of the process that sent the signal.
-///
-/// # Safety
-/// `info` points to a siginfo_t of SI_USER or SI_QUEUE.
-#[cfg(target_vendor = "apple")]
-unsafe fn sender(info: *const libc::siginfo_t) -> libc::pid_t {
-    // SAFETY: `si_pid` is a plain field of the platform's siginfo_t.
-    unsafe { (*info).si_pid }
+/// [`origin`] by `si_code`: a positive code is the kernel's (a fault),
+/// but for macOS's `SI_USER` and `SI_QUEUE`; the others are a process's.
+fn origin_of(code: libc::c_int) -> Origin {
+    match code {
+        SI_USER | SI_QUEUE => Origin::Sent,
+        code if code > 0 => Origin::Fault,
+        _ => Origin::Raised,
+    }
 }
 
 /// Calls the handler of `action` as the kernel would.
@@ -268,5 +279,23 @@ unsafe fn call(
             )
         };
         handler(signal);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn siginfo_tells_where_a_signal_came_from() {
+        assert_eq!(origin_of(SI_USER), Origin::Sent);
+        assert_eq!(origin_of(SI_QUEUE), Origin::Sent);
+        // SEGV_MAPERR, ILL_ILLOPC: the kernel's codes for faults.
+        assert_eq!(origin_of(1), Origin::Fault);
+        assert_eq!(origin_of(2), Origin::Fault);
+        #[cfg(target_os = "linux")]
+        assert_eq!(origin_of(libc::SI_TKILL), Origin::Raised);
+        assert_eq!(origin_of(-100), Origin::Raised);
+        assert_eq!(origin(std::ptr::null()), Origin::Fault);
     }
 }

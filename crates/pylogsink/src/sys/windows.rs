@@ -194,8 +194,8 @@ pub(crate) fn cancel_write(thread: HANDLE) -> bool {
     unsafe { CancelSynchronousIo(thread) != 0 }
 }
 
-/// What runs at the first crash.
-static ON_CRASH: OnceLock<fn()> = OnceLock::new();
+/// What runs at a crash: told whether the process may live on.
+static ON_CRASH: OnceLock<fn(bool)> = OnceLock::new();
 /// The filter for unhandled exceptions that was there before.
 static PREVIOUS_FILTER: OnceLock<LPTOP_LEVEL_EXCEPTION_FILTER> = OnceLock::new();
 /// The C runtime's handler for `SIGABRT` that was there before.
@@ -204,8 +204,12 @@ static PREVIOUS_ABORT: AtomicUsize = AtomicUsize::new(libc::SIG_DFL);
 /// Installs what runs `on_crash` once, at the first crash: an exception
 /// nobody handles (an access violation; faulthandler's handler, which
 /// Python adds first, still runs before it), or `abort()` (the C
-/// runtime's `SIGABRT`). Then the crash goes on as it would have.
-pub(crate) fn install_crash_handler(on_crash: fn()) {
+/// runtime's `SIGABRT`). Then the crash goes on as it would have. A
+/// `SIGABRT` that a handler of the program's (Python's `signal.signal`)
+/// takes may be `raise`'s, which the process lives through, or `abort()`'s,
+/// which ends it as the handler returns: `on_crash(true)` runs first, and
+/// that handler is called in place.
+pub(crate) fn install_crash_handler(on_crash: fn(bool)) {
     if ON_CRASH.set(on_crash).is_err() {
         return;
     }
@@ -239,7 +243,7 @@ fn run_once() {
     static RAN: AtomicBool = AtomicBool::new(false);
     if !RAN.swap(true, Ordering::AcqRel) {
         if let Some(on_crash) = ON_CRASH.get() {
-            on_crash();
+            on_crash(false);
         }
     }
 }
@@ -256,8 +260,24 @@ unsafe extern "system" fn on_exception(info: *const EXCEPTION_POINTERS) -> i32 {
 }
 
 extern "C" fn on_abort(signal: libc::c_int) {
-    run_once();
     let previous = PREVIOUS_ABORT.load(Ordering::Acquire);
+    if previous != libc::SIG_DFL && previous != libc::SIG_IGN {
+        if let Some(on_crash) = ON_CRASH.get() {
+            on_crash(true);
+        }
+        // SAFETY: the handler that was there before, a C runtime signal
+        // handler (`extern "C" fn(c_int)`), called as the C runtime would.
+        // The C runtime reset SIGABRT to its default before calling this
+        // one: it is put back for the next, if the process lives on.
+        unsafe {
+            let handler =
+                std::mem::transmute::<libc::sighandler_t, extern "C" fn(libc::c_int)>(previous);
+            handler(signal);
+            libc::signal(signal, on_abort as *const () as libc::sighandler_t);
+        }
+        return;
+    }
+    run_once();
     // SAFETY: the handler that was there before, put back, and the signal
     // raised again for it (abort() then ends the process as it would have).
     unsafe {

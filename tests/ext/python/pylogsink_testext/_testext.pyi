@@ -29,6 +29,9 @@ def log_then_crash(count: int, kind: Literal["segv", "abort"]) -> None:
     """Logs count Warn records ("line N of COUNT", target testext::crash) in
     one call, then crashes inside it: SIGSEGV ("segv") or abort() ("abort")."""
 
+def signal_later(how: Literal["kill", "raise"], after: float) -> None:
+    """SIGABRT from a native thread, `after` seconds from now: `kill(getpid())` or `raise`."""
+
 def set_log_filter(spec: str | None) -> None:
     """Sets the filter (env_logger directives); ValueError on a bad directive, filter unchanged;
     None: back to the author's default."""
