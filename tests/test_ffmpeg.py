@@ -126,6 +126,42 @@ def test_set_level_after_install_installs_again(video: Path) -> None:
         assert got["names"].get("ffmpeg.mpeg4", 0) > 0, got["names"]
 
 
+def test_a_set_level_taken_before_install_installs_again_too(video: Path) -> None:
+    # `from av.logging import set_level` before install(): the name in the
+    # program's module is PyAV's own, which put PyAV's callback (and its
+    # hang: 5 runs of 5) back; install() binds it to its wrapper too.
+    code = INSTALLED_TO_LOGGING.replace(
+        "import pylogsink.ffmpeg\n", "from av.logging import set_level as taken_before\nimport pylogsink.ffmpeg\n", 1
+    ).replace("decode()\n", "taken_before(av.logging.DEBUG)\ndecode()\n", 1)
+    assert "taken_before(av.logging.DEBUG)" in code
+    for _ in range(3):
+        got = result(run(code, video, timeout=30))
+        assert got["names"].get("ffmpeg.mpeg4", 0) > 0, got["names"]
+
+
+def test_a_second_install_says_so_and_pyavs_level_above_the_filter_is_noted_once() -> None:
+    # PyAV's DEBUG went to `logging` as libav.*; with pylogsink's defaults,
+    # FFmpeg's INFO and up go to sys.stderr as ffmpeg::*: install() says
+    # so, once.
+    code = """
+    import av, pylogsink.ffmpeg
+    av.logging.set_level(av.logging.DEBUG)
+    for _ in range(3):
+        pylogsink.ffmpeg.install()
+    pylogsink.ffmpeg.set_log_filter("info,ffmpeg=debug")
+    pylogsink.ffmpeg.install()
+    """
+    done = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr[-2000:]
+    notes = [line for line in done.stderr.splitlines() if " pylogsink::ffmpeg] " in line]
+    warnings = [line for line in notes if " WARN " in line]
+    again = [line for line in notes if " INFO " in line]
+    assert len(warnings) == 1, notes
+    assert "PyAV's level is DEBUG" in warnings[0] and 'set_log_filter("info,ffmpeg=debug")' in warnings[0], warnings
+    assert 'set_log_destination("logging")' in warnings[0] and "(PyAV's were libav.<item>)" in warnings[0], warnings
+    assert len(again) == 3 and all("installed already" in line for line in again), notes
+
+
 # The decode loop with pylogsink's callback in place of PyAV's, at DEBUG.
 INSTALLED = (
     DECODE

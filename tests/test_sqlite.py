@@ -221,6 +221,31 @@ def test_uninstall_takes_the_log_function_out() -> None:
     assert got == {"errors": 0}
 
 
+def test_a_second_install_is_a_no_op_that_says_so() -> None:
+    # The .pth line's install() as Python starts, then the program's own
+    # after `import sqlite3`: SQLite before 3.42 would refuse it (a
+    # RuntimeError, and a "misuse" message to pylogsink's log function).
+    got = run(
+        INSTALLED,
+        COUNT,
+        """
+        logging.getLogger().setLevel(logging.INFO)
+        import pylogsink.sqlite
+        path = pylogsink.sqlite.install()
+        fail()
+        deadline = time.monotonic() + 10
+        while not any("nope" in r.getMessage() for r in Keep.records) and time.monotonic() < deadline:
+            time.sleep(0.01)
+        print(json.dumps({"path": path, "records": wait_for(2)}))
+        """,
+    )
+    assert "sqlite" in Path(got["path"]).name, got
+    [note, error] = [tuple(r[:3]) for r in got["records"]]
+    assert note[:2] == ("pylogsink.sqlite", "INFO"), got["records"]
+    assert "is pylogsink's already; nothing to do" in note[2] and got["path"] in note[2], note
+    assert error == ("sqlite", "ERROR", 'no such table: nope in "select * from nope" (code 1)'), got["records"]
+
+
 # Reports whether SQLite's log was taken, and SQLite's own counting of it:
 # a failed query, then the errors pylogsink counted.
 FAIL_AND_COUNT = (

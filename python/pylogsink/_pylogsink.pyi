@@ -176,6 +176,12 @@ def _ffmpeg_install() -> list[str]:
     """pylogsink.ffmpeg.install's native part: pylogsink's callback into
     each loaded libavutil; their paths. RuntimeError when none is loaded."""
 
+def _ffmpeg_logs(av_level: int) -> bool:
+    """Whether pylogsink's filter logs FFmpeg's lines of this level (48 DEBUG, 32 INFO...)."""
+
+def _ffmpeg_note(message: str, warn: bool) -> None:
+    """A record of target pylogsink::ffmpeg, at INFO (WARN with warn)."""
+
 def _ffmpeg_uninstall() -> list[str]:
     """pylogsink.ffmpeg.uninstall's native part: FFmpeg's default callback
     back into each loaded libavutil; their paths."""

@@ -31,9 +31,33 @@ fn _ffmpeg_uninstall() -> PyResult<Vec<String>> {
     set_callbacks(false)
 }
 
+/// Whether pylogsink's filter logs FFmpeg's lines of `av_level` (FFmpeg's
+/// number: 48 DEBUG, 32 INFO...) from a context of no name (target
+/// `ffmpeg`).
+#[pyfunction]
+fn _ffmpeg_logs(av_level: c_int) -> bool {
+    // SAFETY: a pure function of ffmpeg_callback.c.
+    let level = unsafe { pylogsink_py_ffmpeg_level(av_level) };
+    pylogsink::enabled(level_of(level), "ffmpeg")
+}
+
+/// A note of `pylogsink.ffmpeg`'s own (target `pylogsink::ffmpeg`), at
+/// Info, or Warn with `warn`.
+#[pyfunction]
+fn _ffmpeg_note(message: &str, warn: bool) {
+    let level = if warn {
+        pylogsink::Level::Warn
+    } else {
+        pylogsink::Level::Info
+    };
+    pylogsink::emit(level, "pylogsink::ffmpeg", "", 0, message.as_bytes());
+}
+
 /// Adds the module's functions.
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(_ffmpeg_install, m)?)?;
+    m.add_function(wrap_pyfunction!(_ffmpeg_logs, m)?)?;
+    m.add_function(wrap_pyfunction!(_ffmpeg_note, m)?)?;
     m.add_function(wrap_pyfunction!(_ffmpeg_uninstall, m)?)
 }
 
@@ -43,6 +67,9 @@ type Callback = unsafe extern "C" fn(*mut c_void, c_int, *const c_char, *mut c_v
 type SetCallback = unsafe extern "C" fn(Callback);
 
 extern "C" {
+    /// ffmpeg_callback.c: pylogsink's level (0 trace to 4 error) for
+    /// FFmpeg's.
+    fn pylogsink_py_ffmpeg_level(av_level: c_int) -> c_int;
     /// ffmpeg_callback.c.
     fn pylogsink_py_ffmpeg_callback(
         avcl: *mut c_void,

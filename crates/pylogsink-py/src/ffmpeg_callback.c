@@ -33,6 +33,8 @@
 /* ffmpeg.rs; levels are pylogsink's, 0 (trace) to 4 (error). */
 int pylogsink_py_ffmpeg_enabled(int level, const char *target);
 void pylogsink_py_ffmpeg_emit(int level, const char *target, const char *text, size_t len);
+/* Here; also ffmpeg.rs's, which asks the filter at a level of FFmpeg's. */
+int pylogsink_py_ffmpeg_level(int av_level);
 
 struct av_class_start {
     const char *class_name;
@@ -41,7 +43,7 @@ struct av_class_start {
 
 /* FFmpeg's PANIC and FATAL give up on a stream, not on the process: they
    are errors, not pylogsink's fatal (which expects an abort next). */
-static int level_of(int av_level) {
+int pylogsink_py_ffmpeg_level(int av_level) {
     if (av_level <= 16) return 4; /* PANIC, FATAL, ERROR */
     if (av_level <= 24) return 3; /* WARNING */
     if (av_level <= 32) return 2; /* INFO */
@@ -122,7 +124,7 @@ void pylogsink_py_ffmpeg_callback(void *avcl, int av_level, const char *fmt, va_
     size_t room;
     va_list again;
     if (av_level < 0 || fmt == NULL) return; /* AV_LOG_QUIET */
-    level = level_of(av_level & 0xff);       /* the bits above are colours */
+    level = pylogsink_py_ffmpeg_level(av_level & 0xff);       /* the bits above are colours */
     target_of(avcl, target, sizeof target);
     if (!pylogsink_py_ffmpeg_enabled(level, target)) return; /* nothing formatted */
     if (line.len > 0 && (level != line.level || strcmp(target, line.target) != 0))

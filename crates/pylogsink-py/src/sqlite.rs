@@ -19,6 +19,7 @@ use pyo3::exceptions::PyRuntimeError;
 use pyo3::prelude::*;
 use std::ffi::{c_char, c_int, c_void, CStr};
 use std::panic::catch_unwind;
+use std::sync::Mutex;
 
 /// `SQLITE_NOTICE`, `SQLITE_WARNING`: the primary result codes of the log's
 /// two levels below an error.
@@ -79,9 +80,16 @@ unsafe extern "C" fn log(_arg: *mut c_void, code: c_int, message: *const c_char)
     });
 }
 
+/// The SQLites whose log is pylogsink's function, by their
+/// `sqlite3_config`'s address: setting it again would be refused before
+/// 3.42, with a "misuse" message to that very function.
+static INSTALLED: Mutex<Vec<usize>> = Mutex::new(Vec::new());
+
 /// Sets pylogsink's log function (`ours`) or none in the SQLite that the
 /// extension at `module` (the `_sqlite3` module's file; None: built into
-/// the interpreter) loads; the library's path and SQLite's version.
+/// the interpreter) loads; the library's path and SQLite's version. Set
+/// where it is already set, nothing is asked of SQLite, and a record of
+/// target `pylogsink::sqlite` says so.
 #[pyfunction]
 #[pyo3(signature = (module, ours))]
 fn _sqlite_set_log(module: Option<&str>, ours: bool) -> PyResult<(String, String)> {
@@ -90,13 +98,36 @@ fn _sqlite_set_log(module: Option<&str>, ours: bool) -> PyResult<(String, String
     let version = unsafe { CStr::from_ptr((sqlite.version)()) }
         .to_string_lossy()
         .into_owned();
+    let key = sqlite.config as usize;
+    let mut installed = INSTALLED.lock().unwrap_or_else(|e| e.into_inner());
+    if ours && installed.contains(&key) {
+        let note = format!(
+            "pylogsink.sqlite.install(): the log of SQLite {version} ({}) is pylogsink's \
+             already; nothing to do",
+            sqlite.path
+        );
+        pylogsink::emit(
+            pylogsink::Level::Info,
+            "pylogsink::sqlite",
+            "",
+            0,
+            note.as_bytes(),
+        );
+        return Ok((sqlite.path, version));
+    }
     let function: Option<LogFn> = ours.then_some(log as LogFn);
     // SAFETY: SQLITE_CONFIG_LOG takes a log function pointer (or NULL) and
     // its argument; the function lives as long as the process (this
     // extension is never unloaded).
     let rc = unsafe { (sqlite.config)(CONFIG_LOG, function, std::ptr::null_mut::<c_void>()) };
     match rc {
-        0 => Ok((sqlite.path, version)),
+        0 => {
+            installed.retain(|&k| k != key);
+            if ours {
+                installed.push(key);
+            }
+            Ok((sqlite.path, version))
+        }
         MISUSE => Err(PyRuntimeError::new_err(too_late(&version))),
         rc => Err(PyRuntimeError::new_err(format!(
             "SQLite {version} refused its log function: sqlite3_config returned {rc}"
