@@ -232,13 +232,14 @@ def snippet_params() -> list[object]:
 
 
 @pytest.mark.parametrize("snippet", snippet_params())
-def test_snippet_runs(snippet: Path) -> None:
+def test_snippet_runs(snippet: Path, tmp_path: Path) -> None:
     runner = {".py": [sys.executable], ".sh": ["bash", "-euo", "pipefail"]}.get(snippet.suffix)
     assert runner, f"{snippet.name}: docs/snippets/ holds what this test runs (.py, .sh)"
-    done = subprocess.run(
-        [*runner, snippet.name], cwd=SNIPPETS, capture_output=True, text=True, timeout=120, env=child_env()
-    )
+    # A temporary folder of its own, which the snippet leaves as it found it.
+    env = child_env() | {name: str(tmp_path) for name in ("TMPDIR", "TEMP", "TMP")}
+    done = subprocess.run([*runner, snippet.name], cwd=SNIPPETS, capture_output=True, text=True, timeout=120, env=env)
     assert done.returncode == 0, done.stdout + done.stderr
+    assert not list(tmp_path.iterdir()), f"{snippet.name} left {[p.name for p in tmp_path.iterdir()]} behind"
 
 
 def test_each_snippet_is_shown() -> None:

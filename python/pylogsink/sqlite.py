@@ -6,8 +6,8 @@ why it recovered a file, in a log of its own that ``sqlite3`` never reads.
 ``install()`` sets pylogsink's log function in that SQLite: each message
 becomes a record of target ``sqlite`` (``logging`` gets the logger
 ``sqlite``), with the message and its result code, as
-``no such table: nope (code 1)``; notices are INFO, warnings WARN, the rest
-ERROR. The function never calls Python: SQLite calls it under its own
+``no such table: nope in "select * from nope" (code 1)``; notices are
+INFO, warnings WARN, the rest ERROR. The function never calls Python: SQLite calls it under its own
 mutexes, most often with the GIL released. Where the records go is
 ``pylogsink.set_log_destination``'s, what is logged
 ``pylogsink.set_log_filter``'s. Linux, macOS and Windows.
@@ -17,7 +17,9 @@ SQLite before 3.42 takes a log function only before it initializes, and
 first ``import sqlite3`` (IPython and Jupyter import it before their
 startup files: use a ``.pth`` file, which Python runs as it starts), or
 ``install()`` raises RuntimeError saying so. SQLite 3.42 and later take
-it at any time.
+it at any time. A second ``install()`` (the ``.pth`` line's, then the
+program's) changes nothing, and says so in an INFO record of the logger
+``pylogsink.sqlite``.
 """
 
 from __future__ import annotations

@@ -58,7 +58,7 @@ fn level_of(code: c_int) -> pylogsink::Level {
 }
 
 /// The log function: one record of target `sqlite`, the message and its
-/// result code, as `no such table: nope (code 1)`.
+/// result code, as `no such table: nope in "select * from nope" (code 1)`.
 unsafe extern "C" fn log(_arg: *mut c_void, code: c_int, message: *const c_char) {
     let level = level_of(code);
     // A panic must not unwind into SQLite.
