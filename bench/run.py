@@ -195,6 +195,14 @@ Why each measurement exists:
    callback's time, PyAV's >= 1.5x pylogsink's, and no hang. Measured
    where `av` is installed (bench/build.sh installs it where PyPI has a
    wheel).
+19. import: the wall time of a fresh interpreter (`python -c`) that
+   imports pylogsink, against one that runs `pass`, interleaved over
+   rounds, median; also `pylogsink.ffmpeg` and `pylogsink.sqlite`, and
+   `import av` with and without `pylogsink.ffmpeg` where PyAV is
+   installed. A `.pth` line that installs pylogsink.sqlite or
+   pylogsink.ffmpeg pays this at every start of Python in the
+   environment. Target: `import pylogsink` <= 10 ms over the bare
+   interpreter.
 
 Every measurement but (9) runs with the filter "info", so that each of its
 Info records is logged; (9) changes the filter and puts "info" back. (10),
@@ -241,6 +249,7 @@ BUDGET = {
     "ffmpeg": {"rounds": (3, 9), "frames": (150, 300)},
     "pyav": {"rounds": (3, 7), "frames": 2_000},
     "delivered": {},
+    "import": {"rounds": (5, 21)},
 }
 # Where bench/build.sh builds the C library test extensions.
 C_LIBRARIES = os.path.join(HERE, "target", "c_libraries")
@@ -1188,8 +1197,29 @@ def machine():
 # The measurements, by the key of their figures, for --only.
 SECTIONS = (
     "direct", "tracing", "peers", "kept", "overhead", "sinks", "threads", "memory", "filter", "logging", "live",
-    "gil_busy", "capture", "ffmpeg", "delivered", "pyav", "instructions",
+    "gil_busy", "capture", "ffmpeg", "delivered", "pyav", "instructions", "import",
 )
+
+
+def import_ms(rounds):
+    """Milliseconds a fresh interpreter takes to run each statement, the
+    statements interleaved (forward, then backward, ...), median of rounds."""
+    statements = {
+        "bare interpreter (pass)": "pass",
+        "import pylogsink": "import pylogsink",
+        "import pylogsink.ffmpeg": "import pylogsink.ffmpeg",
+        "import pylogsink.sqlite": "import pylogsink.sqlite",
+    }
+    if importlib.util.find_spec("av") is not None:
+        statements |= {"import av": "import av", "import av, pylogsink.ffmpeg": "import av, pylogsink.ffmpeg"}
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PYLOGSINK_")}
+    ms = {name: [] for name in statements}
+    for i in range(rounds):
+        for name in list(statements)[:: 1 if i % 2 == 0 else -1]:
+            start = time.perf_counter()
+            subprocess.run([sys.executable, "-c", statements[name]], check=True, env=env)
+            ms[name].append((time.perf_counter() - start) * 1e3)
+    return {name: statistics.median(v) for name, v in ms.items()}
 
 
 def pick(budget, quick):
@@ -1446,6 +1476,12 @@ def measure(quick, say, only=None):
         target("PyAV early close, GIL spinning, hangs", int(f["spinner"]["pylogsink"] != "completed"), "<=", 0)
     elif want("pyav"):
         say("PyAV: not measured (av is not installed)")
+
+    if want("import"):
+        say("import time, against a bare interpreter")
+        ms = fig["import"] = import_ms(pick(BUDGET["import"], quick)["rounds"])
+        bare = ms["bare interpreter (pass)"]
+        target("import pylogsink, over a bare interpreter", ms["import pylogsink"] - bare, "<=", 10, "ms")
 
     if want("instructions") and not quick and shutil.which("valgrind"):
         say("instructions per line (callgrind)")
@@ -1773,6 +1809,16 @@ def report(m, fig, targets, quick):
         lines.append(
             f"  on the GIL: PyAV's callback {f['spinner']['pyav']}, pylogsink.ffmpeg {f['spinner']['pylogsink']} (20 s each)"
         )
+    if "import" in fig:
+        ms = fig["import"]
+        bare = ms["bare interpreter (pass)"]
+        lines += [
+            "",
+            "19. a fresh interpreter (python -c) that imports, against one that runs pass, median of rounds",
+            f"  {'statement':<40}{'ms':>9}{'over bare':>11}",
+        ]
+        for name, value in ms.items():
+            lines.append(f"  {name:<40}{value:>9.1f}{value - bare:>11.1f}")
     lines += ["", "Targets (SPEC)", f"  {'figure':<44}{'measured':>12}  {'target':<13} met"]
     for t in targets:
         limit = t["op"] + " " + fmt_num(t["limit"], t["unit"])

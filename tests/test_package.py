@@ -31,6 +31,31 @@ def test_version_comes_from_cargo() -> None:
     assert not re.search(r"^version\s*=", project, re.M)
 
 
+def test_the_version_is_the_metadatas() -> None:
+    from importlib.metadata import version
+
+    assert pylogsink.__version__ == version("pylogsink")
+
+
+# What `import pylogsink` took most of its time for (`python -X importtime`):
+# importlib.metadata (the version), pathlib, logging and typing.
+SLOW_IMPORTS = {"importlib.metadata", "pathlib", "logging", "typing"}
+
+
+@pytest.mark.parametrize("module", ["pylogsink", "pylogsink.ffmpeg", "pylogsink.sqlite"])
+def test_import_takes_none_of_the_slow_modules(module: str) -> None:
+    # A .pth line imports pylogsink.sqlite or pylogsink.ffmpeg at every
+    # start of Python: what the bare interpreter has not imported already
+    # (bench/run.py, section 19, times it).
+    show = "import sys; print(' '.join(sorted(sys.modules)))"
+    bare, imported = (
+        set(subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split())
+        for code in (show, f"import {module}; {show}")
+    )
+    assert module in imported
+    assert not (imported - bare) & SLOW_IMPORTS, sorted((imported - bare) & SLOW_IMPORTS)
+
+
 def test_the_wheel_ships_its_types() -> None:
     files = importlib.resources.files("pylogsink")
     assert files.joinpath("py.typed").is_file()

@@ -8,9 +8,10 @@ package where they are, and needs nothing from a source checkout.
 
 from __future__ import annotations
 
-from pathlib import Path
+import os
 
-_HERE = Path(__file__).resolve().parent
+# os.path, not pathlib: pathlib alone took half of `import pylogsink`.
+_HERE = os.path.dirname(os.path.realpath(__file__))
 
 
 class CLibraryMissingError(RuntimeError):
@@ -19,9 +20,9 @@ class CLibraryMissingError(RuntimeError):
     which makes them."""
 
 
-def _lib_file(name: str) -> Path:
-    path = _HERE / "lib" / name
-    if not path.is_file():
+def _lib_file(name: str) -> str:
+    path = os.path.join(_HERE, "lib", name)
+    if not os.path.isfile(path):
         raise CLibraryMissingError(
             f"pylogsink's C library is missing: no {path}. This pylogsink was not built by its "
             "own build, which makes it: install a pylogsink wheel, or build one from the source "
@@ -36,7 +37,7 @@ def get_include() -> str:
     ``pylogsink.hpp`` for bindings, ``pylogsink_emit.h`` (the log function,
     no Python header needed), ``pylogsink_spdlog.hpp`` and
     ``pylogsink_glog.hpp`` (sinks for spdlog and glog)."""
-    return str(_HERE / "include")
+    return os.path.join(_HERE, "include")
 
 
 def get_library() -> str:
@@ -47,8 +48,8 @@ def get_library() -> str:
     stable-ABI symbols only. Raises ``CLibraryMissingError`` (a
     ``RuntimeError``) if the package has no C library.
     """
-    msvc = _HERE / "lib" / "pylogsink.lib"
-    return str(msvc if msvc.is_file() else _lib_file("libpylogsink.a"))
+    msvc = os.path.join(_HERE, "lib", "pylogsink.lib")
+    return msvc if os.path.isfile(msvc) else _lib_file("libpylogsink.a")
 
 
 def get_link_args() -> list[str]:
@@ -56,7 +57,8 @@ def get_link_args() -> list[str]:
     the system libraries it uses (``-lpthread``, ``-ldl``, ...). Raises
     ``CLibraryMissingError`` (a ``RuntimeError``) if the package has no C
     library."""
-    libs = _lib_file("link-args.txt").read_text().split()
+    with open(_lib_file("link-args.txt"), encoding="utf-8") as args:
+        libs = args.read().split()
     return [get_library(), *libs]
 
 
@@ -67,4 +69,4 @@ def get_cmake_dir() -> str:
     no C library, which the config links."""
     _lib_file("link-args.txt")
     get_library()
-    return str(_HERE / "cmake")
+    return os.path.join(_HERE, "cmake")

@@ -5,6 +5,10 @@ from typing import Callable, Literal, TypeVar
 _T = TypeVar("_T")
 _Level = Literal["trace", "debug", "info", "warn", "warning", "error", "fatal", "critical"]
 
+# The workspace's Cargo.toml version, compiled in (maturin writes the same
+# into the package's metadata).
+__version__: str
+
 def set_sink(name: Literal["pylogsink", "naive", "fd2"]) -> None:
     """Log through pylogsink (the default), through sys.stderr.write with the
     GIL ("naive"), or with a blocking write(2) to fd 2 ("fd2")."""

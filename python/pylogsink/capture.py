@@ -16,12 +16,17 @@ from __future__ import annotations
 
 import atexit
 import contextlib
-import logging
 import os
 import sys
 import threading
 from collections.abc import Iterable, Iterator
-from typing import Any
+
+# `logging` and `typing` take as long to import as the rest of pylogsink:
+# `logging` is imported where a capture into it begins.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    import logging
+    from typing import Any
 
 from pylogsink._pylogsink import (
     _before_python_write,
@@ -81,6 +86,8 @@ class _ToLogging:
     ``record.stream`` set to ``name``."""
 
     def __init__(self, name: str, level: int) -> None:
+        import logging
+
         self._logger = logging.getLogger(name)
         self._level = level
         self._extra = {"stream": name}
@@ -120,6 +127,8 @@ def _to_original(fd: int, like: Any) -> Any:
 
 
 def _move_handlers(fds: set[int]) -> None:
+    import logging
+
     handlers = list(logging.root.handlers)
     for logger in list(logging.root.manager.loggerDict.values()):
         if isinstance(logger, logging.Logger):
@@ -141,6 +150,8 @@ def _move_handlers(fds: set[int]) -> None:
 
 
 def _put_handlers_back() -> None:
+    import logging
+
     while _moved:
         handler, stream, ours = _moved.pop()
         if handler.stream is ours:
@@ -213,6 +224,8 @@ def start_output_capture(stdout: bool = True, stderr: bool = True, *, to_logging
         _exit_registered = True
     with _control:
         if to_logging:
+            import logging
+
             if output_capture_active():
                 return _start_output_capture_to_logging(None, None)
             _move_handlers({fd for fd, wanted in ((1, stdout), (2, stderr)) if wanted})

@@ -43,7 +43,10 @@ from __future__ import annotations
 import functools
 import os
 import sys
-from typing import Any, Callable
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any, Callable
 
 from pylogsink._pylogsink import (
     _ffmpeg_install,

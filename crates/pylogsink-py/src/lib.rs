@@ -38,6 +38,9 @@ fn _pylogsink(m: &Bound<'_, PyModule>) -> PyResult<()> {
     }
     // In a subinterpreter: an ImportError that says why.
     builder.init()?;
+    // The package's version, as its metadata has it (maturin writes this
+    // crate's version there): read here, it costs the import nothing.
+    m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     pylogsink::python::add_functions(m)?;
     pylogsink::python::add_capture_functions(m)?;
     ffmpeg::register(m)?;
