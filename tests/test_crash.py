@@ -329,6 +329,8 @@ def test_a_sigabrt_writes_each_line_once_and_the_last_words_in_every_order(
 ) -> None:
     if how == "kill" and sys.platform == "win32":
         pytest.skip("no kill(2) on Windows")
+    if how == "raise" and handler != "none" and sys.platform == "win32":
+        pytest.skip("a MinGW build's raise() is msvcrt.dll's, and Python's SIGABRT handler is the UCRT's")
     code = MATRIX.format(
         before="handle()" if handler == "before" else "",
         after="handle()" if handler == "after" else "",
