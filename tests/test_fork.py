@@ -204,7 +204,7 @@ STREAM_FORKS = textwrap.dedent(
             threading.Thread(target=chatter, daemon=True).start()
     time.sleep(0.2)
     hung = 0
-    for _ in range(20):
+    for _ in range(int(sys.argv[3])):
         time.sleep(0.005)
         pid = os.fork()
         if pid == 0:
@@ -219,12 +219,13 @@ STREAM_FORKS = textwrap.dedent(
 )
 
 
-def stream_forks(threads: str, path: Path) -> str:
-    """Forks 20 children while ``threads`` ("native", through pylogsink's
-    thread, or "python") log to a ``StreamHandler`` on ``path``; each child
-    logs once. Says how many hung."""
+def stream_forks(threads: str, path: Path, forks: int = 20) -> str:
+    """Forks ``forks`` children while ``threads`` ("native", through
+    pylogsink's thread, or "python", which stops at the first that hangs)
+    log to a ``StreamHandler`` on ``path``; each child logs once. Says how
+    many hung."""
     out = subprocess.run(
-        [sys.executable, "-c", STREAM_FORKS, str(path), threads],
+        [sys.executable, "-c", STREAM_FORKS, str(path), threads, str(forks)],
         capture_output=True,
         text=True,
         timeout=150,
@@ -248,8 +249,13 @@ def test_children_never_hang_on_a_stream_lock_pylogsinks_thread_held(tmp_path: P
 @pytest.mark.timeout(180)
 def test_children_hang_on_a_stream_lock_a_python_thread_held(tmp_path: Path) -> None:
     # The trap itself, in plain Python: Python does not reset a buffered
-    # file's lock in the child.
-    assert stream_forks("python", tmp_path / "log") == "hung=1"
+    # file's lock in the child. A child hangs when the fork came while a
+    # thread was in the file's write(2), holding that lock with the GIL
+    # released: on CPython 3.13, 2 cores, 334 of 900 children hung (2 to 10
+    # in each run of 20), yet a run of 20 once had none on 3.11. So up to
+    # 500 forks, until one hangs (10 to 25 ms each when none does): even at
+    # 0.02 a fork, 0.98**500 < 1e-4.
+    assert stream_forks("python", tmp_path / "log", forks=500) == "hung=1"
 
 
 LEFTOVERS = textwrap.dedent(

@@ -56,6 +56,20 @@ def test_import_takes_none_of_the_slow_modules(module: str) -> None:
     assert not (imported - bare) & SLOW_IMPORTS, sorted((imported - bare) & SLOW_IMPORTS)
 
 
+def test_the_wheels_smoke_test_passes_here() -> None:
+    # What the release workflow runs against each wheel it built, on a
+    # runner of the wheel's platform (.github/workflows/release.yml).
+    done = subprocess.run(
+        [sys.executable, str(ROOT / "scripts" / "smoke_wheel.py")],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=ROOT / "tests",
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert done.stdout.count("ok: ") == 5, done.stdout
+
+
 def test_the_wheel_ships_its_types() -> None:
     files = importlib.resources.files("pylogsink")
     assert files.joinpath("py.typed").is_file()
