@@ -26,6 +26,6 @@ lint: ## Layer check of the crate's src/, actionlint on .github/workflows, cargo
 fuzz: ## Long escaping checks: 100M inputs against CPython, then cargo fuzz (nightly)
 	scripts/fuzz.sh
 
-bench: ## Build and run the benchmark (SPEC figures side by side); QUICK=1 for a smoke run
+bench: ## Build and run the benchmark (SPEC figures side by side); QUICK=1 for a smoke run, gated against bench/baseline.json
 	bench/build.sh
-	.venv/bin/python bench/run.py $(if $(QUICK),--quick)
+	.venv/bin/python bench/run.py $(if $(QUICK),--quick --gate)

@@ -2,6 +2,7 @@
 measured side by side in one run, as ratios.
 
     .venv/bin/python bench/run.py [--quick] [--only NAME[,NAME...]]
+    .venv/bin/python bench/run.py --quick --gate | --write-baseline
 
 Build first with bench/build.sh. Prints the machine, the figures and the
 targets, writes them to bench/results/latest.txt, and writes
@@ -11,7 +12,9 @@ bench/results/latest.json and bench/results/latest.png.
 `SECTIONS`: "logging", "live", ...) and only prints them; the files
 in bench/results/ stay those of the last whole run.
 A figure that misses its target is reported, not failed: the exit status
-is non-zero only if a line was lost or torn on a pipe, which is a bug.
+is non-zero only if a line was lost or torn on a pipe, which is a bug, or,
+with --gate, if a figure is more than 1.5x worse than its baseline twice
+(bench/gate.py; --write-baseline sets bench/baseline.json).
 
 Each measurement runs in a child process whose fd 2 is set up for it (this
 same file with --child), so the destination is real and one run's state
@@ -224,8 +227,12 @@ import sys
 import threading
 import time
 
+import gate
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 RESULTS = os.path.join(HERE, "results")
+# The figures of a quick run that --gate compares with (bench/gate.py).
+BASELINE = os.path.join(HERE, "baseline.json")
 KEPT_CAP = 4 << 20  # the default budget of lines
 
 # Work per measurement: (quick, full).
@@ -1230,13 +1237,18 @@ def measure(quick, say, only=None):
     """Runs every measurement, or those named in `only` (the keys of the
     figures: "direct", "logging", ...); returns (figures, targets)."""
     fig, targets = {}, []
+    # The section being measured, which each of its targets records.
+    section = [None]
 
     def want(name):
+        section[0] = name
         return only is None or name in only
 
     def target(name, value, op, limit, unit=""):
         met = value <= limit if op == "<=" else value >= limit
-        targets.append({"name": name, "value": value, "op": op, "limit": limit, "unit": unit, "met": met})
+        targets.append(
+            {"name": name, "value": value, "op": op, "limit": limit, "unit": unit, "met": met, "section": section[0]}
+        )
 
     if want("direct"):
         say("direct lines against bare write(2)")
@@ -1934,6 +1946,10 @@ def main():
         if unknown := only - set(SECTIONS):
             sys.exit(f"--only: unknown {', '.join(sorted(unknown))}; one or more of {', '.join(SECTIONS)}")
 
+    gate_run, write_baseline = "--gate" in sys.argv, "--write-baseline" in sys.argv
+    if (gate_run or write_baseline) and (not quick or only is not None):
+        sys.exit("--gate and --write-baseline compare whole quick runs: with --quick, without --only")
+
     if importlib.util.find_spec("pylogsink_bench") is None:
         sys.exit("pylogsink_bench is not installed: run bench/build.sh, then .venv/bin/python bench/run.py")
     os.makedirs(RESULTS, exist_ok=True)
@@ -1956,6 +1972,35 @@ def main():
     # line is a bug, and fails the run.
     if torn := next(t for t in targets if t["name"].startswith("pipe runs"))["value"]:
         sys.exit(f"{torn} pipe run(s) lost or tore lines")
+    if write_baseline:
+        with open(BASELINE, "w") as f:
+            json.dump(gate.baseline_of(targets, m["commit"], m["date"]), f, indent=1)
+            f.write("\n")
+        print(f"wrote {os.path.relpath(BASELINE)}", file=sys.stderr)
+    if gate_run:
+        run_gate(quick, say, targets)
+
+
+def run_gate(quick, say, targets):
+    """Compares the run's figures with the baseline; measures again the
+    sections of those more than gate.WORSE times worse, and fails if they
+    still are."""
+    with open(BASELINE) as f:
+        baseline = json.load(f)
+    found = gate.regressions(targets, baseline)
+    if not found:
+        print(f"gate: every figure within {gate.WORSE}x of the baseline ({baseline['commit']})", file=sys.stderr)
+        return
+    sections = {t["section"] for t in found}
+    say(f"gate: {len(found)} figure(s) worse than the baseline; measuring again: {', '.join(sorted(sections))}")
+    _, again = measure(quick, say, sections)
+    still = {t["name"]: t for t in gate.regressions(again, baseline)}
+    lines = [gate.describe(t, still.get(t["name"]), baseline) for t in found]
+    if still:
+        sys.exit(f"gate: {len(still)} figure(s) more than {gate.WORSE}x worse than the baseline, twice:\n  " + "\n  ".join(
+            line for t, line in zip(found, lines) if t["name"] in still
+        ))
+    print("gate: worse once, within the baseline again:\n  " + "\n  ".join(lines), file=sys.stderr)
 
 
 if __name__ == "__main__":
