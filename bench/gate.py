@@ -12,14 +12,19 @@ and the nanosecond figures (unit "ns"), which hold on machines like the one
 that set the baseline. Latencies in ms (a p99 is its slowest runs), counts
 and hang checks are targets of their own, not compared.
 
-`bench/run.py --quick --write-baseline` sets a new baseline, from a run on
-a quiet machine, with the commit it measured.
+`bench/run.py --quick --write-baseline` sets a new baseline, from
+`BASELINE_RUNS` quick runs on a quiet machine, with the commit it measured.
 """
 
 from __future__ import annotations
 
 # How much worse than its baseline a figure may be.
 WORSE = 1.5
+# The quick runs a baseline is made of: each figure's least favourable
+# value among them, since one quick run's figure can be its best moment
+# (the capture's ratio to wurlitzer was 1.68x in one run, 1.04x in the
+# next).
+BASELINE_RUNS = 3
 # The units compared.
 UNITS = ("x", "ns")
 
@@ -48,6 +53,18 @@ def regressions(targets: list[dict], baseline: dict) -> list[dict]:
         if factor > WORSE:
             found.append({**t, "baseline": b["value"], "worse_by": factor})
     return found
+
+
+def least_favourable(runs: list[list[dict]]) -> list[dict]:
+    """The targets of the first run, each with its least favourable value
+    among the runs that measured it: the largest for a maximum ("<="), the
+    smallest for a minimum (">=")."""
+    pick = {"<=": max, ">=": min}
+    merged = []
+    for t in runs[0]:
+        values = [u["value"] for run in runs for u in run if u["name"] == t["name"]]
+        merged.append({**t, "value": pick[t["op"]](values)})
+    return merged
 
 
 def baseline_of(targets: list[dict], commit: str, date: str) -> dict:

@@ -1973,8 +1973,12 @@ def main():
     if torn := next(t for t in targets if t["name"].startswith("pipe runs"))["value"]:
         sys.exit(f"{torn} pipe run(s) lost or tore lines")
     if write_baseline:
+        runs = [targets]
+        for i in range(gate.BASELINE_RUNS - 1):
+            say(f"baseline: run {i + 2} of {gate.BASELINE_RUNS}")
+            runs.append(measure(quick, say)[1])
         with open(BASELINE, "w") as f:
-            json.dump(gate.baseline_of(targets, m["commit"], m["date"]), f, indent=1)
+            json.dump(gate.baseline_of(gate.least_favourable(runs), m["commit"], m["date"]), f, indent=1)
             f.write("\n")
         print(f"wrote {os.path.relpath(BASELINE)}", file=sys.stderr)
     if gate_run:

@@ -69,6 +69,15 @@ def test_only_figures_more_than_one_and_a_half_times_worse_are_regressions() -> 
     assert [(f["name"], round(f["worse_by"], 2)) for f in found] == [("kept ns", 1.51), ("lines/s ratio", 1.71)]
 
 
+def test_the_baseline_is_each_figures_least_favourable_run() -> None:
+    runs = [
+        [target("kept ns", 90.0, unit="ns"), target("lines/s ratio", 12.0, ">=")],
+        [target("kept ns", 120.0, unit="ns"), target("lines/s ratio", 9.0, ">=")],
+        [target("kept ns", 100.0, unit="ns"), target("lines/s ratio", 15.0, ">=")],
+    ]
+    assert [t["value"] for t in gate.least_favourable(runs)] == [120.0, 9.0]
+
+
 def test_the_baseline_keeps_the_compared_figures_and_the_commit() -> None:
     base = gate.baseline_of([target("kept ns", 90.0, unit="ns"), target("import ms", 5.0, unit="ms")], "def5678", "d")
     assert base["commit"] == "def5678" and [t["name"] for t in base["targets"]] == ["kept ns"]
