@@ -15,6 +15,7 @@ use crate::core::capture::{self, STDERR, STDOUT};
 use crate::core::fork;
 use crate::dest::capture::{captured_to, CapturedTo};
 use crate::record::lock;
+use pyo3::exceptions::PyOSError;
 use pyo3::prelude::*;
 use std::cell::Cell;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -225,6 +226,11 @@ pub(crate) fn start_into(py: Python<'_>, into: [LinesTo<'_>; 2]) -> PyResult<boo
             if fresh {
                 let before = std::mem::take(&mut *lock(&STREAMS));
                 drop(before);
+            }
+            // Not available here (Windows): an OSError with its errno,
+            // ENOTSUP, as one from the system would have.
+            if err.kind() == std::io::ErrorKind::Unsupported {
+                return Err(PyOSError::new_err((libc::ENOTSUP, err.to_string())));
             }
             Err(err.into())
         }

@@ -24,7 +24,7 @@ pub(crate) const STDERR: usize = 1;
 /// Why [`start`] fails on Windows.
 pub(crate) const UNSUPPORTED: &str = "capturing fd 1 and fd 2 is not available on Windows: \
 each C runtime in the process keeps its own descriptors, so a capture of one runtime's would \
-miss a library that writes through another's (see docs/platforms.md)";
+miss a library that writes through another's; pylogsink's output capture runs on Linux";
 
 /// Fails: see [`UNSUPPORTED`].
 pub(crate) fn start(_routes: [Option<CapturedTo>; 2]) -> io::Result<bool> {
