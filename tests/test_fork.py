@@ -251,10 +251,11 @@ def test_children_hang_on_a_stream_lock_a_python_thread_held(tmp_path: Path) -> 
     # The trap itself, in plain Python: Python does not reset a buffered
     # file's lock in the child. A child hangs when the fork came while a
     # thread was in the file's write(2), holding that lock with the GIL
-    # released: on CPython 3.13, 2 cores, 334 of 900 children hung (2 to 10
-    # in each run of 20), yet a run of 20 once had none on 3.11. So up to
-    # 500 forks, until one hangs (10 to 25 ms each when none does): even at
-    # 0.02 a fork, 0.98**500 < 1e-4.
+    # released: on CPython 3.13, 2 cores, 400 of 1,100 children hung (2 to
+    # 11 in each run of 20, with two busy processes beside or not), yet a
+    # run of 20 once had none on 3.11. So up to 500 forks, until one hangs
+    # (10 to 25 ms each when none does): even at 0.02 a fork, 0.98**500 <
+    # 1e-4.
     assert stream_forks("python", tmp_path / "log", forks=500) == "hung=1"
 
 
