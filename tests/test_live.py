@@ -421,7 +421,7 @@ else:
     START_ALARM = "signal.setitimer(signal.ITIMER_REAL, 0.3)"
 
 INTERRUPTED = """
-import io, json, signal, sys, time, pylogsink
+import io, json, signal, sys, time, traceback, pylogsink
 def interrupt(signum, frame):
     raise KeyboardInterrupt("from the alarm")
 {alarm}arrived = []
@@ -433,14 +433,14 @@ sys.stderr = Timed()
 {start_alarm}
 try:
     pylogsink.runtime.log_slowly(40, 0.02, detach=False, flush=sys.argv[1])
-    outcome = "returned"
+    outcome, frames = "returned", []
 except KeyboardInterrupt as e:
-    outcome = repr(e)
+    outcome, frames = repr(e), [f.name for f in traceback.extract_tb(e.__traceback__)]
 returned = time.monotonic()
 sys.stderr = sys.__stderr__
 lines = [line.split("] ", 1)[-1] for _, line in arrived]
 live = sum(1 for t, _ in arrived if t < returned - 0.1)
-print(json.dumps({"outcome": outcome, "lines": lines, "live": live}))
+print(json.dumps({"outcome": outcome, "frames": frames, "lines": lines, "live": live}))
 """
 
 
@@ -459,6 +459,11 @@ def test_a_pending_keyboard_interrupt_at_a_flush_is_the_extensions_choice(flush:
     assert done.returncode == 0, done.stderr
     got = json.loads(done.stdout)
     assert got["outcome"] == "KeyboardInterrupt('from the alarm')"
+    # Its traceback is the caller's: not the stream's write it interrupted
+    # (flush_lines meets it only there; flush may meet it in the handler).
+    assert "write" not in got["frames"] and got["frames"][0] == "<module>", got["frames"]
+    if flush == "lines":
+        assert got["frames"] == ["<module>"], got["frames"]
     in_stream = [int(line.rsplit(" ", 1)[1]) for line in got["lines"]]
     on_fd2 = [int(r.rsplit(" ", 1)[1]) for r in records(done.stderr)]
     assert in_stream == sorted(in_stream)

@@ -40,6 +40,17 @@ pub(crate) fn take_kept() -> Option<PyErr> {
         .flatten()
 }
 
+/// The interrupt, to be raised where the caller is: its traceback, which
+/// ends in the code it interrupted (a stream's `write`, `logging`'s
+/// `makeRecord` or a handler), is dropped, so that Python's shows the line
+/// that called the binding. The exception object stays the same.
+pub(crate) fn raised_here(py: Python<'_>, err: PyErr) -> PyErr {
+    let value = err.into_value(py).into_bound(py);
+    // Where setting it fails, the traceback stays as it was.
+    let _ = value.setattr("__traceback__", py.None());
+    PyErr::from_value(value.into_any())
+}
+
 /// Whether an exception raised while the call's lines were written must
 /// reach the caller: a `BaseException` that is not an `Exception`
 /// (`KeyboardInterrupt`, `SystemExit`), or any exception raised by a

@@ -296,7 +296,9 @@ fn hand_to_python(py: Python<'_>, sink: Sink) -> Option<PyErr> {
     wait_for_live_delivery(py);
     let written = write_text_at_return(py, sink);
     let delivered = deliver_at_return(py);
-    written.or(delivered)
+    written
+        .or(delivered)
+        .map(|err| interrupt::raised_here(py, err))
 }
 
 /// Starts the `logging` destination's Python side (its thread, its hooks),
