@@ -280,31 +280,41 @@ mod tests {
 
     #[test]
     fn a_stalled_call_keeps_then_writes_its_lines_first_once_there_is_room() {
-        let pipe = Pipe::new();
-        let ((), left) = in_call(true, || {
-            pipe.fill();
-            let started = std::time::Instant::now();
-            log(Level::Info, "stalled");
-            assert!(
-                started.elapsed() >= Duration::from_millis(20),
-                "waited the stall wait"
-            );
-            let sink = THREAD.with(|t| t.shared.sink());
-            assert_eq!(sink, Sink::Stalled, "the call stalled");
-            let started = std::time::Instant::now();
-            log(Level::Info, "kept");
-            assert!(
-                started.elapsed() < Duration::from_millis(20),
-                "no second wait"
-            );
-            let drained = pipe.read();
-            assert_eq!(drained.len(), 4096, "only the filler was in the pipe");
-            log(Level::Info, "direct again");
-            let after = pipe.read();
-            assert_eq!(messages(&after), ["stalled", "kept", "direct again"]);
-            assert_eq!(THREAD.with(|t| t.shared.sink()), Sink::Own);
-        });
-        assert_eq!(left, Some((Sink::Own, false)));
+        // How long the line after the stall took: under 20 ms (the stall
+        // wait) unless the machine's load held the thread up.
+        let second_line = || {
+            let pipe = Pipe::new();
+            let mut second = Duration::ZERO;
+            let ((), left) = in_call(true, || {
+                pipe.fill();
+                let started = std::time::Instant::now();
+                log(Level::Info, "stalled");
+                assert!(
+                    started.elapsed() >= Duration::from_millis(20),
+                    "waited the stall wait"
+                );
+                let sink = THREAD.with(|t| t.shared.sink());
+                assert_eq!(sink, Sink::Stalled, "the call stalled");
+                let started = std::time::Instant::now();
+                log(Level::Info, "kept");
+                second = started.elapsed();
+                let drained = pipe.read();
+                assert_eq!(drained.len(), 4096, "only the filler was in the pipe");
+                log(Level::Info, "direct again");
+                let after = pipe.read();
+                assert_eq!(messages(&after), ["stalled", "kept", "direct again"]);
+                assert_eq!(THREAD.with(|t| t.shared.sink()), Sink::Own);
+            });
+            assert_eq!(left, Some((Sink::Own, false)));
+            second
+        };
+        // No second wait: one of 5 tries is enough (a loaded machine once
+        // held one up past 20 ms); a second wait would make each 20 ms.
+        let tries: Vec<Duration> = (0..5).map(|_| second_line()).collect();
+        assert!(
+            tries.iter().any(|t| *t < Duration::from_millis(20)),
+            "no second wait: {tries:?}"
+        );
     }
 
     #[test]
@@ -341,20 +351,26 @@ mod tests {
 
     #[test]
     fn outside_a_call_no_room_queues_and_the_queue_goes_first() {
-        let pipe = Pipe::new();
-        pipe.fill();
-        log(Level::Info, "queued");
-        assert!(queue_pending(), "the line waits in the queue");
-        let started = std::time::Instant::now();
-        log(Level::Info, "queued too");
+        // How long the line behind the queue took (see the test above).
+        let second_line = || {
+            let pipe = Pipe::new();
+            pipe.fill();
+            log(Level::Info, "queued");
+            assert!(queue_pending(), "the line waits in the queue");
+            let started = std::time::Instant::now();
+            log(Level::Info, "queued too");
+            let second = started.elapsed();
+            assert_eq!(pipe.read().len(), 4096);
+            log(Level::Info, "after");
+            assert_eq!(messages(&pipe.read()), ["queued", "queued too", "after"]);
+            assert!(!queue_pending());
+            second
+        };
+        let tries: Vec<Duration> = (0..5).map(|_| second_line()).collect();
         assert!(
-            started.elapsed() < Duration::from_millis(20),
-            "behind a queue, no wait"
+            tries.iter().any(|t| *t < Duration::from_millis(20)),
+            "behind a queue, no wait: {tries:?}"
         );
-        assert_eq!(pipe.read().len(), 4096);
-        log(Level::Info, "after");
-        assert_eq!(messages(&pipe.read()), ["queued", "queued too", "after"]);
-        assert!(!queue_pending());
     }
 
     #[test]
