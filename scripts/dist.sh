@@ -5,6 +5,10 @@
 # (manylinux_2_28), the C library inside them included (crates/pylogsink-py/
 # build.rs), so that they install on any Linux x86_64 with glibc 2.28 or
 # later, and extensions that link the C library can be manylinux_2_28 too.
+# The extension modules are built with line tables, which
+# scripts/split_debug.py then moves out of each wheel into dist-debug/ (a
+# crash investigation's `gdb` finds them there by the module's
+# .gnu_debuglink): the wheels ship without debug information.
 # maturin and zig (the ziglang package) come from .venv.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -26,8 +30,9 @@ gcc_s=$(gcc -print-file-name=libgcc_s.so.1)
 mkdir -p target/zig-gcc_s
 ln -sf "$(realpath "$gcc_s")" target/zig-gcc_s/libgcc_s_system.so
 gcc_s_args=(-- -L "native=$PWD/target/zig-gcc_s" -l dylib=gcc_s_system)
+export CARGO_PROFILE_RELEASE_DEBUG=line-tables-only CARGO_PROFILE_RELEASE_STRIP=none
 maturin=(.venv/bin/maturin build --release -q --zig --compatibility manylinux_2_28 -o dist)
-rm -rf dist
+rm -rf dist dist-debug
 .venv/bin/maturin sdist -o dist
 "${maturin[@]}" "${gcc_s_args[@]}"
 for py in $(scripts/pythons.sh 2>/dev/null); do
@@ -44,4 +49,5 @@ if [ "$windows" -eq 2 ]; then
 elif [ "$windows" -ne 0 ]; then
   exit "$windows"
 fi
-ls -l dist
+python3 scripts/split_debug.py dist-debug dist/*.whl
+ls -l dist dist-debug

@@ -26,8 +26,10 @@ import shutil
 import subprocess
 import sys
 import tarfile
+import tempfile
 import textwrap
 import zipfile
+import zlib
 from pathlib import Path
 
 import pytest
@@ -299,6 +301,54 @@ def test_every_wheel_of_dist_is_small() -> None:
         with zipfile.ZipFile(wheel) as z:
             [module] = [i for i in z.infolist() if re.fullmatch(r"pylogsink/_pylogsink\..*(so|pyd)", i.filename)]
         assert module.file_size <= MODULE_BYTES, f"{wheel.name}: {module.filename} is {module.file_size:,} bytes"
+
+
+def debuglink(module: bytes) -> tuple[str, int]:
+    """The file name and CRC a module's .gnu_debuglink section names."""
+    with tempfile.TemporaryDirectory() as tmp:
+        path, out = Path(tmp, "module"), Path(tmp, "debuglink")
+        path.write_bytes(module)
+        subprocess.run(["objcopy", "--dump-section", f".gnu_debuglink={out}", str(path), str(Path(tmp, "copy"))], check=True)
+        section = out.read_bytes()
+    name = section[: section.index(b"\0")].decode()
+    return name, int.from_bytes(section[-4:], "little")
+
+
+def test_the_debug_information_of_every_wheel_is_in_dist_debug() -> None:
+    # make dist builds the modules with line tables and moves them to
+    # dist-debug/ (scripts/split_debug.py): each module names its file
+    # there, and the file's CRC matches.
+    wheels = sorted(DIST.glob("pylogsink-*.whl"))
+    if not wheels:
+        pytest.skip("no pylogsink wheel in dist/: make dist (scripts/test.sh runs it) builds them")
+    for wheel in wheels:
+        with zipfile.ZipFile(wheel) as z:
+            [name] = [n for n in z.namelist() if re.fullmatch(r"pylogsink/_pylogsink\..*(so|pyd)", n)]
+            module = z.read(name)
+        file, crc = debuglink(module)
+        assert file == Path(name).name + ".debug", (wheel.name, file)
+        debug = ROOT / "dist-debug" / file
+        assert debug.is_file(), f"{wheel.name}: no {debug}"
+        assert zlib.crc32(debug.read_bytes()) == crc, f"{wheel.name}: {debug} is not the one its module names"
+
+
+@pytest.mark.skipif(shutil.which("gdb") is None, reason="no gdb on this machine (apt-get install gdb)")
+def test_gdb_finds_the_source_lines_of_a_wheel_module_beside_its_debug_file(tmp_path: Path) -> None:
+    wheels = sorted(DIST.glob("pylogsink-*-cp311-abi3-manylinux*.whl"))
+    if not wheels:
+        pytest.skip("no abi3 wheel in dist/: make dist (scripts/test.sh runs it) builds it")
+    with zipfile.ZipFile(wheels[0]) as z:
+        z.extract("pylogsink/_pylogsink.abi3.so", tmp_path)
+    module = tmp_path / "pylogsink" / "_pylogsink.abi3.so"
+
+    def info_line() -> str:
+        command = ["gdb", "-batch", "-nx", "-ex", "info line pylogsink_py_ffmpeg_emit", str(module)]
+        return subprocess.run(command, capture_output=True, text=True, timeout=120).stdout
+
+    # The wheel's module alone has no line tables.
+    assert "No line number information" in info_line()
+    shutil.copy(ROOT / "dist-debug" / "_pylogsink.abi3.so.debug", module.parent)
+    assert re.search(r'Line \d+ of "crates/pylogsink-py/src/ffmpeg\.rs"', info_line()), info_line()
 
 
 def glibc_versions(objdump: str) -> set[tuple[int, ...]]:

@@ -58,16 +58,18 @@ def test_import_takes_none_of_the_slow_modules(module: str) -> None:
 
 def test_the_wheels_smoke_test_passes_here() -> None:
     # What the release workflow runs against each wheel it built, on a
-    # runner of the wheel's platform (.github/workflows/release.yml).
+    # runner of the wheel's platform (.github/workflows/release.yml). The
+    # Windows lane runs under wine, with no C compiler.
+    no_compiler = ["--no-compiler"] if sys.platform == "win32" else []
     done = subprocess.run(
-        [sys.executable, str(ROOT / "scripts" / "smoke_wheel.py")],
+        [sys.executable, str(ROOT / "scripts" / "smoke_wheel.py"), *no_compiler],
         capture_output=True,
         text=True,
         timeout=300,
         cwd=ROOT / "tests",
     )
     assert done.returncode == 0, done.stdout + done.stderr
-    assert done.stdout.count("ok: ") == 5, done.stdout
+    assert done.stdout.count("ok: ") == (6 if no_compiler else 8), done.stdout
 
 
 def test_the_wheel_ships_its_types() -> None:

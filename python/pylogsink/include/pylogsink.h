@@ -13,7 +13,7 @@
  *   pylogsink.get_include()    this directory
  *   pylogsink.get_library()    the static library (libpylogsink.a)
  *   pylogsink.get_link_args()  the system libraries it needs
- * One library serves every CPython 3.10 and newer: it uses stable-ABI
+ * One library serves every CPython 3.11 and newer: it uses stable-ABI
  * symbols only.
  *
  * Use, in a binding (the GIL held):
