@@ -106,8 +106,16 @@ def test_stub_matches_the_native_module() -> None:
             for method in (m for m in vars(obj) if not m.startswith("_")):
                 params = inspect.signature(getattr(obj, method)).parameters
                 runtime[f"{name}.{method}"] = [p for p in params if p != "self"]
+            # A class Python code makes: its constructor's parameters.
+            if "__new__" in vars(obj) and obj.__text_signature__:
+                runtime[f"{name}.__init__"] = list(inspect.signature(obj).parameters)
         else:
             runtime[name] = list(inspect.signature(obj).parameters)
+    # A native __call__ shows (*args, **kwargs): the stub's is checked to
+    # exist only.
+    for called in [name for name in stub if name.endswith(".__call__")]:
+        assert "__call__" in vars(getattr(native, called.split(".")[0])), called
+        del stub[called]
     assert stub == runtime
     # Everything the package exports is typed: the native functions through
     # the stub, the rest in Python.

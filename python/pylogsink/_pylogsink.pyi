@@ -119,6 +119,13 @@ def _before_python_write(fd: int) -> None:
     """What native code wrote to ``fd`` before goes to its Python stream
     first."""
 
+class _InOrderWrite:
+    """A stream's ``write`` after what native code wrote to ``fd`` before,
+    asked where a Python line starts."""
+
+    def __init__(self, write: Callable[[str], int], fd: int) -> None: ...
+    def __call__(self, text: str) -> int: ...
+
 def noop() -> None:
     """Does nothing: the cost of a bare binding call."""
 

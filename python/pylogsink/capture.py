@@ -30,6 +30,7 @@ if TYPE_CHECKING:
 
 from pylogsink._pylogsink import (
     _before_python_write,
+    _InOrderWrite,
     _output_capture_to_python,
     _start_output_capture_to_logging,
     flush_output_capture,
@@ -55,18 +56,18 @@ _control = threading.RLock()
 
 class _InOrder:
     """``sys.stdout`` / ``sys.stderr`` while a capture hands native lines to
-    the stream it replaced: each write first lets through what native code
+    the stream it replaced: a write first lets through what native code
     wrote to the same descriptor before, so that ``print`` and C's
-    line-buffered ``printf`` come out in the order written. Everything else
-    is the stream's own."""
+    line-buffered ``printf`` come out in the order written. That is asked
+    where a Python line starts (``_InOrderWrite``, native: ``print``'s
+    several writes ask once). Everything else is the stream's own."""
 
     def __init__(self, stream: Any, fd: int) -> None:
         self._stream = stream
         self._fd = fd
-
-    def write(self, text: str) -> int:
-        _before_python_write(self._fd)
-        return self._stream.write(text)  # type: ignore[no-any-return]
+        # An instance attribute: print() finds it first, and calls it with
+        # no Python frame.
+        self.write = _InOrderWrite(stream.write, fd)
 
     def writelines(self, lines: Iterable[str]) -> None:
         _before_python_write(self._fd)

@@ -12,6 +12,7 @@ use crate::record::Level;
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 /// Adds `set_log_filter`, `log_filter`, `set_log_destination`,
 /// `log_destination`, `set_log_budget`, `log_budget` and `log_stats` to
@@ -206,6 +207,7 @@ pub fn add_capture_functions(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(output_capture_active, m)?)?;
     m.add_function(wrap_pyfunction!(_output_capture_to_python, m)?)?;
     m.add_function(wrap_pyfunction!(_before_python_write, m)?)?;
+    m.add_class::<InOrderWrite>()?;
     m.add_function(wrap_pyfunction!(_start_output_capture_to_logging, m)?)
 }
 
@@ -270,4 +272,67 @@ fn _output_capture_to_python(fd: i32) -> bool {
 #[pyfunction]
 fn _before_python_write(py: Python<'_>, fd: i32) {
     capture::before_python_write(py, fd)
+}
+
+/// The `write` of the stream a capture puts in front of `sys.stdout` or
+/// `sys.stderr` (capture.py's `_InOrder`): the stream's own `write`, after
+/// what native code wrote to `fd` before. That costs a system call, so it
+/// is asked where a Python line starts: at each write but one that goes
+/// on with the line the same thread's write before left open.
+/// `print(a, b)` makes four writes and asks once.
+#[pyclass(name = "_InOrderWrite", module = "pylogsink._pylogsink", frozen)]
+struct InOrderWrite {
+    write: Py<PyAny>,
+    fd: i32,
+    /// The thread whose last write left a line open ([`thread_mark`]), or
+    /// 0: the next write starts a line.
+    open_line: AtomicUsize,
+}
+
+#[pymethods]
+impl InOrderWrite {
+    #[new]
+    fn new(write: Py<PyAny>, fd: i32) -> InOrderWrite {
+        InOrderWrite {
+            write,
+            fd,
+            open_line: AtomicUsize::new(0),
+        }
+    }
+
+    fn __call__(&self, py: Python<'_>, text: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+        let me = thread_mark();
+        if self.open_line.load(Ordering::Relaxed) != me {
+            capture::before_python_write(py, self.fd);
+        }
+        let written = self.write.call1(py, (text,))?;
+        if let Some(ends_line) = ends_line(text) {
+            let open = if ends_line { 0 } else { me };
+            self.open_line.store(open, Ordering::Relaxed);
+        }
+        Ok(written)
+    }
+}
+
+/// This thread's mark: the address of one of its thread-locals, never 0,
+/// and unique among the threads alive.
+fn thread_mark() -> usize {
+    thread_local!(static MARK: u8 = const { 0 });
+    MARK.with(|mark| std::ptr::from_ref(mark) as usize)
+}
+
+/// Whether `text`, a `str`, ends with a newline; None for an empty or
+/// other object (the line goes on as it was).
+fn ends_line(text: &Bound<'_, PyAny>) -> Option<bool> {
+    let text = text.as_ptr();
+    // SAFETY: the GIL is held and `text` is a live object; the functions
+    // are in the stable ABI and only read it. The str ones are called on
+    // a str only, and ReadChar with an index inside it: neither can fail.
+    unsafe {
+        if pyo3::ffi::PyUnicode_Check(text) == 0 {
+            return None;
+        }
+        let len = pyo3::ffi::PyUnicode_GetLength(text);
+        (len > 0).then(|| pyo3::ffi::PyUnicode_ReadChar(text, len - 1) == u32::from('\n'))
+    }
 }
