@@ -1446,12 +1446,14 @@ def measure(quick, say, only=None):
         c["ratio"] = median_ratio(rates["pylogsink stringio"], rates["wurlitzer stringio"])
         c["ratio_discard"] = median_ratio(rates["pylogsink discard"], rates["wurlitzer discard"])
         c["print"] = {name: statistics.median(v) for name, v in c["print_ns"].items()}
+        c["print_ratio"] = median_ratio(c["print_ns"]["capture"], c["print_ns"]["none"])
         c["median_ms"] = statistics.median(c["ms"])
         c["p99_ms"] = sorted(c["ms"])[int(len(c["ms"]) * 0.99) - 1]
         fig["capture"] = c
         target("capture: bytes/s, pylogsink / wurlitzer", c["ratio"], ">=", 1, "x")
         target("capture: bytes/s discarded, pylogsink / wurl.", c["ratio_discard"], ">=", 1, "x")
         target("capture: write to StringIO p99, ms", c["p99_ms"], "<=", 50, "ms")
+        target("capture: print() inside / outside", c["print_ratio"], "<=", 1.5, "x")
 
     if want("ffmpeg") and os.path.isdir(C_LIBRARIES):
         say("FFmpeg decode at DEBUG: three log callbacks")
@@ -1767,7 +1769,8 @@ def report(m, fig, targets, quick):
             f"  into a stream that discards: pylogsink {c['rate']['pylogsink discard'] / 1e6:,.0f} MB/s; "
             f"wurlitzer {c['rate']['wurlitzer discard'] / 1e6:,.0f} MB/s; ratio {c['ratio_discard']:.2f}x",
             f"  a Python print() into a StringIO: {c['print']['none']:,.0f} ns without a capture, "
-            f"{c['print']['capture']:,.0f} ns inside one (through the front that keeps the order)",
+            f"{c['print']['capture']:,.0f} ns inside one (through the front that keeps the order): "
+            f"{c.get('print_ratio', c['print']['capture'] / c['print']['none']):.2f}x",
             f"  a 100-byte write(2) to the StringIO: median {c['median_ms']:.1f} ms, p99 {c['p99_ms']:.1f} ms, "
             f"max {max(c['ms']):.1f} ms ({len(c['ms'])} lines)",
         ]

@@ -24,6 +24,9 @@ struct SysNames {
     own_stderr: usize,
     /// Whether a dict watcher on `sys.__dict__` keeps the answer.
     watched: bool,
+    /// Where there is none: whether `sys.__dict__`'s version tag tells
+    /// when the answer may have changed (CPython 3.11, [`version`]).
+    versioned: bool,
 }
 
 /// `sys.__dict__` and the names, found (and the dict watched, where it
@@ -46,11 +49,13 @@ fn sys_names(py: Python<'_>) -> &'static SysNames {
                 PyUnicode_InternFromString(c"__stderr__".as_ptr()),
             )
         };
+        let watched = watch::start(py, dict, stderr, own_stderr);
         SysNames {
             dict: dict as usize,
             stderr: stderr as usize,
             own_stderr: own_stderr as usize,
-            watched: watch::start(py, dict, stderr, own_stderr),
+            watched,
+            versioned: !watched && version::start(py, dict),
         }
     })
 }
@@ -78,6 +83,11 @@ pub(crate) fn stderr_is_own(py: Python<'_>) -> bool {
 /// call's path elsewhere.
 fn stderr_is_own_looked_up(py: Python<'_>) -> bool {
     let names = sys_names(py);
+    if names.versioned {
+        if let Some(own) = version::known(names.dict) {
+            return own;
+        }
+    }
     let lookup = |key: usize| {
         // SAFETY: the GIL is held (the `Python` token) and both pointers are
         // live (see `sys_names`); `PyDict_GetItemWithError` returns a
@@ -89,6 +99,8 @@ fn stderr_is_own_looked_up(py: Python<'_>) -> bool {
     let own = lookup(names.stderr) == lookup(names.own_stderr);
     if names.watched {
         watch::keep(own);
+    } else if names.versioned {
+        version::keep(names.dict, own);
     }
     own
 }
@@ -115,14 +127,111 @@ pub(crate) fn watch_at_init(py: Python<'_>) {
 /// How a call's entry learns whether `sys.stderr` is the process's own:
 /// `"dict watcher"` where a watcher on `sys.__dict__` keeps the answer
 /// between changes of `sys.stderr` or `sys.__stderr__` (CPython 3.12 and
-/// later, not free-threaded, and a watcher slot was free), `"lookup"`
-/// where each outermost call looks both up (CPython 3.11). For benchmarks
-/// and tests.
+/// later, not free-threaded, and a watcher slot was free), `"dict
+/// version"` where `sys.__dict__`'s version tag tells when to look again
+/// (CPython 3.11), `"lookup"` where each outermost call looks both up. For
+/// benchmarks and tests.
 pub fn stderr_check(py: Python<'_>) -> &'static str {
-    if sys_names(py).watched {
+    let names = sys_names(py);
+    if names.watched {
         "dict watcher"
+    } else if names.versioned {
+        "dict version"
     } else {
         "lookup"
+    }
+}
+
+/// CPython 3.11, which has no dict watcher: `sys.__dict__`'s version tag
+/// (PEP 509's `ma_version_tag`), which takes a new value, unique in the
+/// process, at every change of the dict. The answer looked up at a call's
+/// entry is kept with the tag it was found under, and holds while the tag
+/// is the same: one load and a compare instead of two dict lookups.
+///
+/// The tag is a field of `PyDictObject`, which the stable ABI does not
+/// show: it is read at its place in CPython 3.11's layout (after the
+/// object header and `ma_used`), and used only after a check at the first
+/// call that the place holds the dict's size and a tag that changes with
+/// the dict. Anywhere else, each call looks up as before.
+mod version {
+    use pyo3::ffi::PyObject;
+    use pyo3::prelude::*;
+    use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
+
+    /// `ma_used` and `ma_version_tag` in 3.11's `PyDictObject`, after
+    /// `ob_refcnt` and `ob_type`.
+    const USED_AT: usize = 2;
+    const TAG_AT: usize = 3;
+
+    /// The tag the answer was looked up under (0: none; CPython's tags
+    /// start above 0), and the answer. Both are read and written with the
+    /// GIL held only.
+    static SEEN: AtomicU64 = AtomicU64::new(0);
+    static OWN: AtomicBool = AtomicBool::new(false);
+
+    /// The dict's tag. `dict` is `sys.__dict__`, a live dict of CPython
+    /// 3.11 whose layout [`start`] checked.
+    fn tag(dict: usize) -> u64 {
+        // SAFETY: the GIL is held by the caller and the dict is live (see
+        // `sys_names`); on CPython 3.11, as `start` checked, the word at
+        // `TAG_AT` is its `ma_version_tag`, which only a thread that holds
+        // the GIL writes.
+        unsafe { *(dict as *const u64).add(TAG_AT) }
+    }
+
+    /// The answer kept, if the dict has not changed since.
+    #[inline]
+    pub(super) fn known(dict: usize) -> Option<bool> {
+        let seen = SEEN.load(Relaxed);
+        (seen != 0 && tag(dict) == seen).then(|| OWN.load(Relaxed))
+    }
+
+    /// Keeps the answer just looked up, with the GIL held.
+    pub(super) fn keep(dict: usize, own: bool) {
+        OWN.store(own, Relaxed);
+        SEEN.store(tag(dict), Relaxed);
+    }
+
+    /// Whether the tag can be read: CPython 3.11, and the layout checked
+    /// on `sys.__dict__` itself: the word before the tag is the dict's
+    /// size, and the tag changes when a key is added and again when it is
+    /// removed (a private key, with the GIL held, so no Python code sees
+    /// it).
+    pub(super) fn start(py: Python<'_>, dict: *mut PyObject) -> bool {
+        let version = py.version_info();
+        if (version.major, version.minor) != (3, 11) {
+            return false;
+        }
+        // SAFETY: the GIL is held (the `Python` token) and `dict` is
+        // `sys.__dict__`, live, a dict of at least four words (an object
+        // header and `ma_used` come first on every CPython); the words
+        // are only read. The key is a new reference, released here; the
+        // set and delete of a str key with `None` run no Python code, and
+        // an error they raise is cleared.
+        unsafe {
+            use pyo3::ffi::*;
+            let words = dict as *const u64;
+            let used = *words.add(USED_AT);
+            if i64::try_from(used).ok() != i64::try_from(PyDict_Size(dict)).ok() {
+                return false;
+            }
+            let key = PyUnicode_FromString(c"__pylogsink_version_check__".as_ptr());
+            if key.is_null() {
+                drop(PyErr::take(py));
+                return false;
+            }
+            let before = *words.add(TAG_AT);
+            let added = PyDict_SetItem(dict, key, Py_None()) == 0;
+            let after_add = *words.add(TAG_AT);
+            let removed = added && PyDict_DelItem(dict, key) == 0;
+            let after_remove = *words.add(TAG_AT);
+            Py_DecRef(key);
+            if !(added && removed) {
+                drop(PyErr::take(py));
+                return false;
+            }
+            before != 0 && after_add != before && after_remove != after_add && after_remove != 0
+        }
     }
 }
 
