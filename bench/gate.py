@@ -13,7 +13,9 @@ that set the baseline. Latencies in ms (a p99 is its slowest runs), counts
 and hang checks are targets of their own, not compared.
 
 `bench/run.py --quick --write-baseline` sets a new baseline, from
-`BASELINE_RUNS` quick runs on a quiet machine, with the commit it measured.
+`BASELINE_RUNS` quick runs on a quiet machine and the baseline before it
+(each figure's least favourable value: a baseline stands for every CPU it
+was measured on), with the commit it measured.
 """
 
 from __future__ import annotations
@@ -67,12 +69,27 @@ def least_favourable(runs: list[list[dict]]) -> list[dict]:
     return merged
 
 
-def baseline_of(targets: list[dict], commit: str, date: str) -> dict:
-    """The baseline file's content for a run's targets."""
+def baseline_of(targets: list[dict], commit: str, date: str, cpus: list[str]) -> dict:
+    """The baseline file's content for a run's targets, measured on `cpus`."""
     kept = [
         {k: t[k] for k in ("name", "value", "op", "unit", "section")} for t in targets if t["unit"] in UNITS
     ]
-    return {"commit": commit, "date": date, "quick": True, "targets": kept}
+    return {"commit": commit, "date": date, "quick": True, "cpus": cpus, "targets": kept}
+
+
+def with_previous(runs: list[list[dict]], previous: dict | None, cpu: str) -> tuple[list[dict], list[str]]:
+    """A new baseline's figures, from this machine's `runs` and the
+    baseline before it: each figure's least favourable value among them
+    all, so that the gate holds on every machine a baseline was measured
+    on (a ratio to wurlitzer was 1.27x on one CPU and 0.89x on another,
+    at the same commit). Figures the new runs no longer measure go. Also
+    the CPUs the baseline now stands for."""
+    cpus = list((previous or {}).get("cpus", []))
+    if cpu not in cpus:
+        cpus.append(cpu)
+    if previous is None:
+        return least_favourable(runs), cpus
+    return least_favourable([*runs, previous["targets"]]), cpus
 
 
 def describe(found: dict, again: dict | None, baseline: dict) -> str:

@@ -79,8 +79,25 @@ def test_the_baseline_is_each_figures_least_favourable_run() -> None:
 
 
 def test_the_baseline_keeps_the_compared_figures_and_the_commit() -> None:
-    base = gate.baseline_of([target("kept ns", 90.0, unit="ns"), target("import ms", 5.0, unit="ms")], "def5678", "d")
+    targets = [target("kept ns", 90.0, unit="ns"), target("import ms", 5.0, unit="ms")]
+    base = gate.baseline_of(targets, "def5678", "d", ["cpu A"])
     assert base["commit"] == "def5678" and [t["name"] for t in base["targets"]] == ["kept ns"]
+    assert base["cpus"] == ["cpu A"]
+
+
+def test_a_new_baseline_keeps_the_least_favourable_of_every_cpu_measured() -> None:
+    # The baseline before, set on another CPU: a figure this CPU does
+    # better keeps the old value, one it does worse takes the new one; a
+    # figure no longer measured goes.
+    previous = {
+        "cpus": ["cpu A"],
+        "targets": [target("capture ratio", 1.27, ">="), target("kept ns", 112.0, unit="ns"), target("gone", 1.0)],
+    }
+    runs = [[target("capture ratio", 0.89, ">="), target("kept ns", 68.0, unit="ns")]]
+    merged, cpus = gate.with_previous(runs, previous, "cpu B")
+    assert {t["name"]: t["value"] for t in merged} == {"capture ratio": 0.89, "kept ns": 112.0}
+    assert cpus == ["cpu A", "cpu B"]
+    assert gate.with_previous(runs, None, "cpu B") == (runs[0], ["cpu B"])
 
 
 @pytest.fixture
