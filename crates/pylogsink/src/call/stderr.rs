@@ -31,8 +31,19 @@ struct SysNames {
 
 /// `sys.__dict__` and the names, found (and the dict watched, where it
 /// can be) at the first call.
+#[inline]
 fn sys_names(py: Python<'_>) -> &'static SysNames {
-    static NAMES: OnceLock<SysNames> = OnceLock::new();
+    match NAMES.get() {
+        Some(names) => names,
+        None => sys_names_at_first_call(py),
+    }
+}
+
+static NAMES: OnceLock<SysNames> = OnceLock::new();
+
+#[cold]
+#[inline(never)]
+fn sys_names_at_first_call(py: Python<'_>) -> &'static SysNames {
     NAMES.get_or_init(|| {
         // What `flush_lines` asks, found with the rest at the first call.
         super::capi::find_thread_state(py);
@@ -75,19 +86,22 @@ pub(crate) fn stderr_is_own(py: Python<'_>) -> bool {
     if let Some(own) = watch::known() {
         return own;
     }
-    stderr_is_own_looked_up(py)
-}
-
-/// [`stderr_is_own`] by the two lookups; kept for the next calls where the
-/// watcher will tell when it changes. Rare there, and every outermost
-/// call's path elsewhere.
-fn stderr_is_own_looked_up(py: Python<'_>) -> bool {
     let names = sys_names(py);
     if names.versioned {
         if let Some(own) = version::known(names.dict) {
             return own;
         }
     }
+    stderr_is_own_looked_up(py)
+}
+
+/// [`stderr_is_own`] by the two lookups; kept for the next calls where the
+/// watcher will tell when it changes. Rare there, and every outermost
+/// call's path elsewhere.
+#[cold]
+#[inline(never)]
+fn stderr_is_own_looked_up(py: Python<'_>) -> bool {
+    let names = sys_names(py);
     let lookup = |key: usize| {
         // SAFETY: the GIL is held (the `Python` token) and both pointers are
         // live (see `sys_names`); `PyDict_GetItemWithError` returns a
@@ -171,6 +185,7 @@ mod version {
 
     /// The dict's tag. `dict` is `sys.__dict__`, a live dict of CPython
     /// 3.11 whose layout [`start`] checked.
+    #[inline]
     fn tag(dict: usize) -> u64 {
         // SAFETY: the GIL is held by the caller and the dict is live (see
         // `sys_names`); on CPython 3.11, as `start` checked, the word at
@@ -443,6 +458,7 @@ pub(crate) fn seal(old: Option<Py<PyAny>>) {
 }
 
 /// Whether lines wait for a stream that was replaced since.
+#[inline]
 pub(crate) fn sealed_pending() -> bool {
     SEALED_PENDING.load(Ordering::Acquire)
 }

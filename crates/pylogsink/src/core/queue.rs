@@ -164,6 +164,7 @@ pub(crate) const STDERR_FRESH_MS: u64 = 100;
 /// Keeps what was learnt about `sys.stderr` (the caller holds the GIL);
 /// `now_ms` when it was asked, else `None`. An answer ends the wait of
 /// the lines held for it.
+#[inline]
 pub(crate) fn stderr_seen(replaced: bool, now_ms: Option<u64>) {
     if STDERR_REPLACED.load(Ordering::Relaxed) != replaced {
         STDERR_REPLACED.store(replaced, Ordering::Relaxed);
