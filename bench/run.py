@@ -238,6 +238,7 @@ KEPT_CAP = 4 << 20  # the default budget of lines
 # Work per measurement: (quick, full).
 BUDGET = {
     "direct": {"rounds": (5, 11), "n": (40_000, 200_000)},
+    "writer": {"rounds": (3, 9), "n": (20_000, 100_000)},
     "tracing": {"rounds": (5, 11), "n": (40_000, 200_000)},
     "peers": {"rounds": (3, 9), "n": (40_000, 100_000)},
     "kept": {"rounds": (300, 2000), "lines": 600, "over_cap_lines": 60_000},
@@ -350,6 +351,27 @@ def child_peers(p, b):
             raise AssertionError(f"{which}: {per_line} bytes per line, expected {size}")
         out[size] = {"ns_per_line": ns / n, "bytes_per_line": per_line}
     return {"figures": out, "lines": lines}
+
+
+def child_writer(p, b):
+    """The writer-thread question, on this child's fd 2: a direct line
+    (formatted and written by the caller, never blocking), the same line
+    handed to a writer thread (b.handoff_lines: the caller's time, and the
+    whole run's until the last line is written), and a bare write(2)."""
+    n = p["n"]
+    runs = {
+        "direct": lambda: b.direct_lines(n, 100) / n,
+        "handoff": lambda: b.handoff_lines(n, 100),
+        "bare": lambda: b.bare_write(n, 100) / n,
+    }
+    runs["direct"](), runs["handoff"]()
+    got = interleaved(p["rounds"], runs)
+    return {
+        "direct": got["direct"],
+        "bare": got["bare"],
+        "handoff_caller": [c / n for c, _ in got["handoff"]],
+        "handoff_whole": [w / n for _, w in got["handoff"]],
+    }
 
 
 def child_kept(p, b):
@@ -1151,14 +1173,43 @@ def child_main(params):
 
 
 def run_child(params, fd2, check_len=None, wrap=()):
-    """Runs one measurement in a child whose fd 2 is `fd2`: "null", "file"
-    or "pipe" (drained, and checked when `check_len` is set, by this
-    process). Returns the child's JSON, with "drained" for a pipe."""
+    """Runs one measurement in a child whose fd 2 is `fd2`: "null", "file",
+    "pipe" (drained, and checked when `check_len` is set, by this process)
+    or "pty" (a pseudo-terminal in raw mode, read by this process). Returns
+    the child's JSON, with "drained" for a pipe."""
     import pylogsink_bench as b
 
     cmd = [*wrap, sys.executable, os.path.abspath(__file__), "--child", json.dumps(params)]
     drained = {}
-    if fd2 == "pipe":
+    if fd2 == "pty":
+        import tty
+
+        master, slave = os.openpty()
+        tty.setraw(slave)  # no newline translation: the bytes as written
+        # The same bytes as elsewhere: no colour on the terminal.
+        env = {**os.environ, "NO_COLOR": "1"}
+        proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=slave, env=env)
+        os.close(slave)
+
+        def read_all():
+            total = 0
+            while True:
+                try:
+                    chunk = os.read(master, 1 << 16)
+                except OSError:  # EIO: the child closed its end
+                    break
+                if not chunk:
+                    break
+                total += len(chunk)
+            drained["pty_bytes"] = total
+
+        reader = threading.Thread(target=read_all)
+        reader.start()
+        out = proc.stdout.read()
+        proc.wait()
+        reader.join()
+        os.close(master)
+    elif fd2 == "pipe":
         proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         reader = threading.Thread(target=lambda: drained.update(d=b.drain(proc.stderr.fileno(), check_len)))
         reader.start()
@@ -1166,7 +1217,7 @@ def run_child(params, fd2, check_len=None, wrap=()):
         proc.wait()
         reader.join()
         proc.stderr.close()
-    else:
+    if fd2 not in ("pipe", "pty"):
         path = os.devnull if fd2 == "null" else os.path.join(RESULTS, "fd2.tmp")
         with open(path, "wb") as err:
             out = subprocess.run(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=err, timeout=900).stdout
@@ -1207,7 +1258,7 @@ def machine():
 
 # The measurements, by the key of their figures, for --only.
 SECTIONS = (
-    "direct", "tracing", "peers", "kept", "overhead", "sinks", "threads", "memory", "filter", "logging", "live",
+    "direct", "writer", "tracing", "peers", "kept", "overhead", "sinks", "threads", "memory", "filter", "logging", "live",
     "gil_busy", "capture", "ffmpeg", "delivered", "pyav", "instructions", "import",
 )
 
@@ -1267,6 +1318,11 @@ def measure(quick, say, only=None):
                 r[f"ratio_{size}"] = ratio
                 target(f"direct / bare write, {size} B, {fd2}", ratio, "<=", 1.5, "x")
             fig["direct"][fd2] = r
+
+    if want("writer") and not quick:
+        say("the writer-thread question: a direct line against a hand-off to a writer thread")
+        p = pick(BUDGET["writer"], quick)
+        fig["writer"] = {fd2: run_child({"task": "writer", **p}, fd2) for fd2 in ("null", "file", "pipe", "pty")}
 
     if want("tracing"):
         say("tracing events: pylogsink's layer against tracing-subscriber's fmt")
@@ -1559,6 +1615,22 @@ def report(m, fig, targets, quick):
         pipe = fig["direct"]["pipe"]
         got = pipe["drained"]
         lines.append(f"  pipe: the reader got {got['lines']:,} of {pipe['lines']:,} lines, {got['bad']} malformed")
+    if "writer" in fig:
+        w = fig["writer"]
+        lines += [
+            "",
+            "2b. the writer-thread question: 100 B lines, ns per line (median of rounds), on each fd 2",
+            "  (direct: pylogsink's line, formatted and written by the caller, which never blocks;",
+            "  hand-off: the same line formatted by the caller and handed to a writer thread that",
+            "  writes batches with write(2), as tracing-appender's non_blocking does; a prototype)",
+            "  fd 2      bare  direct  hand-off caller  hand-off to the last write  caller/direct",
+        ]
+        for fd2, r in w.items():
+            med = {k: statistics.median(r[k]) for k in ("bare", "direct", "handoff_caller", "handoff_whole")}
+            lines.append(
+                f"  {fd2:<6} {med['bare']:>7.0f} {med['direct']:>7.0f} {med['handoff_caller']:>16.0f} "
+                f"{med['handoff_whole']:>27.0f} {median_ratio(r['handoff_caller'], r['direct']):>13.2f}x"
+            )
     if "kept" in fig:
         k = fig["kept"]
         lines += [

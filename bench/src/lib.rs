@@ -143,6 +143,93 @@ fn loop_lseek_write(n: u64, line: &[u8]) {
     }
 }
 
+/// The writer-thread question: what a caller pays when it hands each line
+/// to a writer thread of its own, as tracing-appender's `non_blocking`
+/// does, instead of writing it. The caller formats the line as pylogsink
+/// does and appends it to a shared buffer under a mutex, waking the
+/// writer when the buffer was empty; the writer swaps the buffer out and
+/// writes it with blocking `write(2)`s. Returns the caller's loop and the
+/// whole run until the writer has written the last line, in ns. A
+/// prototype for the figure only: nothing in pylogsink works this way.
+#[pyfunction]
+fn handoff_lines(py: Python<'_>, n: u64, size: usize) -> PyResult<(u64, u64)> {
+    let message = message_for(size)?;
+    py.detach(|| {
+        let shared = std::sync::Arc::new(Handoff::default());
+        let writer = {
+            let shared = std::sync::Arc::clone(&shared);
+            std::thread::spawn(move || shared.write_until_done())
+        };
+        let start = Instant::now();
+        loop_handoff(n, &message, &shared);
+        let caller = nanos(start);
+        shared.finish();
+        writer.join().map_err(|_| PyRuntimeError::new_err("the writer panicked"))?;
+        Ok((caller, nanos(start)))
+    })
+}
+
+#[derive(Default)]
+struct Handoff {
+    buffer: std::sync::Mutex<(Vec<u8>, bool)>,
+    ready: std::sync::Condvar,
+}
+
+impl Handoff {
+    fn push(&self, line: &[u8]) {
+        let mut buffer = self.buffer.lock().expect("not poisoned");
+        let was_empty = buffer.0.is_empty();
+        buffer.0.extend_from_slice(line);
+        drop(buffer);
+        if was_empty {
+            self.ready.notify_one();
+        }
+    }
+
+    fn finish(&self) {
+        self.buffer.lock().expect("not poisoned").1 = true;
+        self.ready.notify_one();
+    }
+
+    fn write_until_done(&self) {
+        let mut out = Vec::new();
+        loop {
+            let done = {
+                let mut buffer = self.buffer.lock().expect("not poisoned");
+                while buffer.0.is_empty() && !buffer.1 {
+                    buffer = self.ready.wait(buffer).expect("not poisoned");
+                }
+                std::mem::swap(&mut buffer.0, &mut out);
+                buffer.1 && out.is_empty()
+            };
+            if done {
+                return;
+            }
+            let mut written = 0;
+            while written < out.len() {
+                // SAFETY: the slice is live for the call; the kernel only
+                // reads it.
+                let n = unsafe { libc::write(2, out[written..].as_ptr().cast(), out.len() - written) };
+                if n <= 0 {
+                    break;
+                }
+                written += n as usize;
+            }
+            out.clear();
+        }
+    }
+}
+
+#[inline(never)]
+fn loop_handoff(n: u64, message: &[u8], shared: &Handoff) {
+    let mut formatter = Formatter::new();
+    let record = info_record(message);
+    for _ in 0..n {
+        let (line, _) = formatter.format(now_since_epoch(), &record, Text::Bytes(message), false);
+        shared.push(line);
+    }
+}
+
 /// Formatting each record (as pylogsink does) and then `write(2)`: what a
 /// plain blocking sink costs, to tell formatting from routing in (2).
 #[pyfunction]
@@ -801,6 +888,7 @@ fn pylogsink_bench(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(filtered_lines, m)?)?;
     m.add_function(wrap_pyfunction!(set_destination, m)?)?;
     m.add_function(wrap_pyfunction!(logging_calls, m)?)?;
+    m.add_function(wrap_pyfunction!(handoff_lines, m)?)?;
     m.add_function(wrap_pyfunction!(kept_lines, m)?)?;
     m.add_function(wrap_pyfunction!(kept_log_lines, m)?)?;
     m.add_function(wrap_pyfunction!(python_write_once, m)?)?;
