@@ -84,7 +84,7 @@ def with_previous(runs: list[list[dict]], previous: dict | None, cpu: str) -> tu
     on (a ratio to wurlitzer was 1.27x on one CPU and 0.89x on another,
     at the same commit). Figures the new runs no longer measure go. Also
     the CPUs the baseline now stands for."""
-    cpus = list((previous or {}).get("cpus", []))
+    cpus = [] if previous is None else list(previous.get("cpus", [f"not recorded (baseline {previous.get('commit')})"]))
     if cpu not in cpus:
         cpus.append(cpu)
     if previous is None:

@@ -6,7 +6,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 [ -x .venv/bin/python ] || python3 -m venv .venv
 .venv/bin/python -m pip install -q --disable-pip-version-check "maturin>=1.8,<2"
-rm -rf dist
+rm -rf dist dist-debug
 # The C library comes with the wheel (crates/pylogsink-py/build.rs).
 .venv/bin/python -m maturin build --release -q -o dist
 .venv/bin/python -m pip install -q --disable-pip-version-check --force-reinstall --no-deps dist/pylogsink-*.whl

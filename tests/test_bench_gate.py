@@ -98,6 +98,8 @@ def test_a_new_baseline_keeps_the_least_favourable_of_every_cpu_measured() -> No
     assert {t["name"]: t["value"] for t in merged} == {"capture ratio": 0.89, "kept ns": 112.0}
     assert cpus == ["cpu A", "cpu B"]
     assert gate.with_previous(runs, None, "cpu B") == (runs[0], ["cpu B"])
+    unrecorded = {"commit": "abc1234", "targets": previous["targets"]}
+    assert gate.with_previous(runs, unrecorded, "cpu B")[1] == ["not recorded (baseline abc1234)", "cpu B"]
 
 
 @pytest.fixture
