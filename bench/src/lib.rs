@@ -164,7 +164,9 @@ fn handoff_lines(py: Python<'_>, n: u64, size: usize) -> PyResult<(u64, u64)> {
         loop_handoff(n, &message, &shared);
         let caller = nanos(start);
         shared.finish();
-        writer.join().map_err(|_| PyRuntimeError::new_err("the writer panicked"))?;
+        writer
+            .join()
+            .map_err(|_| PyRuntimeError::new_err("the writer panicked"))?;
         Ok((caller, nanos(start)))
     })
 }
@@ -209,7 +211,8 @@ impl Handoff {
             while written < out.len() {
                 // SAFETY: the slice is live for the call; the kernel only
                 // reads it.
-                let n = unsafe { libc::write(2, out[written..].as_ptr().cast(), out.len() - written) };
+                let n =
+                    unsafe { libc::write(2, out[written..].as_ptr().cast(), out.len() - written) };
                 if n <= 0 {
                     break;
                 }
