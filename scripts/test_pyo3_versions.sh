@@ -10,7 +10,8 @@
 # (abi3-py311); its module is then imported by each PYTHON (CPython 3.11
 # or newer; the first one builds), its binding's lines must reach a
 # replaced sys.stderr, and it must learn that sys.stderr was replaced from
-# a dict watcher on CPython 3.12 and later (a lookup on 3.11). The builds
+# a dict watcher on CPython 3.12 and later (sys.__dict__'s version tag
+# on 3.11). The builds
 # share target/pyo3-versions/target.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -48,7 +49,7 @@ sys.stderr = sys.__stderr__
 lines = [line.split("] ", 1)[1] for line in buf.getvalue().splitlines()]
 assert lines == [f"step {i}" for i in range(6)], lines
 check = pyo3_versions.stderr_check()
-assert check == ("dict watcher" if sys.version_info >= (3, 12) else "lookup"), check
+assert check == ("dict watcher" if sys.version_info >= (3, 12) else "dict version"), check
 version = "%d.%d" % sys.version_info[:2]
 print(f"   CPython {version}: imported; its 6 lines reached a replaced sys.stderr ({check})")
 PY

@@ -533,7 +533,7 @@ fn noop_in_call(py: Python<'_>) -> PyResult<()> {
 }
 
 /// How a call's entry learns whether `sys.stderr` was replaced: "dict
-/// watcher" or "lookup" (see `pylogsink::__private_api::stderr_check`).
+/// watcher", "dict version" or "lookup" (see `pylogsink::__private_api::stderr_check`).
 #[pyfunction]
 fn stderr_check(py: Python<'_>) -> &'static str {
     pylogsink::__private_api::stderr_check(py)

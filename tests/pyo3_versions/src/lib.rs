@@ -27,7 +27,7 @@ fn helper(step: u32) {
 }
 
 /// How a call learns whether `sys.stderr` was replaced: "dict watcher" on
-/// CPython 3.12+, this abi3 build included; "lookup" on 3.11.
+/// CPython 3.12+, this abi3 build included; "dict version" on 3.11.
 #[pyfunction]
 fn stderr_check(py: Python<'_>) -> &'static str {
     pylogsink::__private_api::stderr_check(py)
