@@ -16,6 +16,7 @@ use crate::control::stall_wait;
 use crate::core::queue::{for_stream_pending, for_stream_take, for_stream_to_fd2, write_fd2};
 use crate::core::shared::Shared;
 use crate::core::thread::ThreadState;
+use crate::dest::pending::queue;
 use crate::dest::Taken;
 use crate::record::lock;
 use pyo3::prelude::*;
@@ -202,6 +203,19 @@ impl Turn {
         })
     }
 
+    /// The turn to hand over what waits outside any call unasked
+    /// (pylogsink's thread, a safe point of the main thread): `None` while
+    /// it is held for a Jupyter kernel's next cell ([`queue::held`]) too.
+    /// Held is read once the turn is taken, never before: a cell's end
+    /// holds first and takes the turn next, so a delivery either ends
+    /// before the cell's end hands over (which waits for its turn), or
+    /// sees what waits held. Read before, a delivery that waited for the
+    /// turn would write after the cell ended, where front ends drop it.
+    pub(crate) fn take_unless_held(py: Python<'_>) -> Option<Turn> {
+        let turn = Turn::take(py)?;
+        (!queue::held()).then_some(turn)
+    }
+
     /// Whether a thread has the turn: a delivery is under way, whose
     /// lines or records are no longer where they waited.
     pub(crate) fn taken() -> bool {
@@ -227,6 +241,16 @@ pub(crate) fn write_outside_lines(py: Python<'_>) -> Option<PyErr> {
         return None;
     }
     let turn = Turn::take(py)?;
+    write_outside_lines_in(py, &turn)
+}
+
+/// Writes the lines logged outside any call, unless they are held for a
+/// Jupyter kernel's next cell: see [`Turn::take_unless_held`].
+pub(crate) fn write_outside_lines_unless_held(py: Python<'_>) -> Option<PyErr> {
+    if !for_stream_pending() && !sealed_pending() {
+        return None;
+    }
+    let turn = Turn::take_unless_held(py)?;
     write_outside_lines_in(py, &turn)
 }
 

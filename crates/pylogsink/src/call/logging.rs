@@ -805,8 +805,8 @@ fn run_thread(py: Python<'_>) {
                         err.write_unraisable(py, None);
                     }
                 }
-                // A Fatal line is being written, and writes them; or the
-                // main thread is delivering them.
+                // A Fatal line is being written, and writes them; the
+                // main thread is delivering them; or a cell ended.
                 None => py.detach(|| std::thread::sleep(Duration::from_millis(1))),
             },
             Woken::Calls => deliver_live(py),
@@ -868,10 +868,11 @@ fn live_due() -> bool {
 /// The records logged outside any call, taken once they had [`GATHER`] to
 /// gather: a thread that logs a burst wakes this thread once, not once a
 /// record. `None` while a Fatal line is being written (it writes them),
-/// or while another thread kept the turn to deliver them.
+/// while another thread kept the turn to deliver them, or once a Jupyter
+/// cell ended during the gathering (they wait for the next one).
 fn gathered(py: Python<'_>) -> Option<(live::Turn, Delivery)> {
     py.detach(|| std::thread::sleep(GATHER));
-    let turn = live::Turn::take(py)?;
+    let turn = live::Turn::take_unless_held(py)?;
     Some((turn, Delivery::start()?))
 }
 
@@ -897,10 +898,8 @@ const GATHER: Duration = Duration::from_millis(10);
 fn deliver_live(py: Python<'_>) {
     // The first round was gathered by `wait_for_python`.
     loop {
-        if !queue::held() {
-            if let Some(err) = live::write_outside_lines(py) {
-                err.write_unraisable(py, None);
-            }
+        if let Some(err) = live::write_outside_lines_unless_held(py) {
+            err.write_unraisable(py, None);
         }
         super::capture::deliver(py);
         for handed in hand_over::take() {

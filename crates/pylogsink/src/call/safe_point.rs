@@ -126,8 +126,9 @@ fn deliver_here(py: Python<'_>) -> Option<PyErr> {
         return None;
     }
     // After a delivery under way by another thread, whose lines and
-    // records are no longer where they waited.
-    let turn = live::Turn::take(py)?;
+    // records are no longer where they waited; unless a cell ended
+    // meanwhile.
+    let turn = live::Turn::take_unless_held(py)?;
     let lines = live::write_outside_lines_in(py, &turn);
     let records = logging::deliver_queue_in(py, &turn);
     lines.or(records)
