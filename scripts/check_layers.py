@@ -7,6 +7,12 @@ beside it, and the files of one folder do not import each other in a
 cycle. Nothing in rustc enforces this, so without a check the layers would
 wear away one convenient import at a time. The rules are in LAYERS below.
 
+The operating system is asked in sys/ only: outside it, no `libc::` or
+`windows_sys::` path, no `#[link]`ed foreign library and no platform
+finer than `unix` / `windows` (`target_os`, `target_vendor`), so that a
+new platform is a file in sys/. SYSTEM_ALLOWED lists the exceptions, each
+with its reason.
+
 Usage: scripts/check_layers.py [SRC_DIR]   (default crates/pylogsink/src)
 Prints one line per violation and exits with status 1, or prints a summary.
 """
@@ -25,6 +31,12 @@ LAYERS = {"sys": 0, "record": 1, "control": 2, "dest": 2, "core": 3, "front": 4,
 # The only files directly in src/: layer 5, they may import anything.
 TOP_FILES = ("lib.rs", "builder.rs", "python.rs")
 TOP = 5
+
+# Outside sys/: the operating system's crates, a foreign library linked,
+# a platform named finer than unix / windows.
+SYSTEM = re.compile(r"(?<![\w:])(?:libc|windows_sys)::\w*|#\[link\(|\btarget_(?:os|vendor)\b")
+# File (relative to src/) -> why it may ask the system outside sys/.
+SYSTEM_ALLOWED: dict[str, str] = {}
 
 ROOT = Path(__file__).resolve().parents[1]
 Module = tuple[str, ...]
@@ -124,6 +136,13 @@ def imports(text: str) -> list[Import]:
     ]
 
 
+def system_uses(text: str) -> list[tuple[str, int]]:
+    """Each operating-system path (`libc::read`), `#[link(` or
+    `target_os` in a Rust file's code, with its line."""
+    code = NOT_CODE.sub(blank, text)
+    return [(m.group(), code.count("\n", 0, m.start()) + 1) for m in SYSTEM.finditer(code)]
+
+
 def resolve(module: Module, inner: Module, path: Module) -> Module | None:
     """The absolute module path of `path` written in `module` (inside its
     inline modules `inner`), or None if it climbs above the crate."""
@@ -202,6 +221,14 @@ def check(src: Path, shown: Path) -> tuple[int, list[str]]:
             )
 
     files = {module_of(p.relative_to(src)): p.relative_to(src) for p in sorted(src.rglob("*.rs"))}
+    for rel in files.values():
+        if folder_of(rel) == "sys" or rel.as_posix() in SYSTEM_ALLOWED:
+            continue
+        for written, line in system_uses((src / rel).read_text()):
+            problems.append(
+                f"{shown / rel}:{line}: {written}: the operating system outside sys/:"
+                " put the call (or the platform's rule) behind a function or constant in sys/"
+            )
     # Per folder, the imports between its files: module -> module -> the first.
     edges: dict[str, dict[Module, dict[Module, str]]] = {}
     for module, rel in files.items():

@@ -253,3 +253,48 @@ def test_files_and_folders_outside_the_layers_fail(tmp_path: Path) -> None:
         " every other module goes in a layer folder",
         f"{src}/util/: unknown folder: the layer folders are sys, record, control, dest, core, front, call",
     ]
+
+
+def test_the_operating_system_outside_sys_fails_naming_file_and_line(tmp_path: Path) -> None:
+    src = fake_crate(
+        tmp_path,
+        {
+            "dest/fd.rs": """
+                fn f() { unsafe { libc::write(2, b"x".as_ptr().cast(), 1) }; }
+                use windows_sys::Win32::Foundation::HANDLE;
+                #[link(name = "kernel32")]
+                extern "system" {}
+                const MAC: bool = cfg!(target_vendor = "apple");
+            """,
+            "builder.rs": "#[cfg(target_os = \"linux\")]\nfn g() {}\n",
+        },
+    ).resolve()
+    found = violations(run(src))
+    why = "the operating system outside sys/"
+    assert [line.split(": ", 3)[:3] for line in found] == [
+        [f"{src}/builder.rs:4", "target_os", why],
+        [f"{src}/dest/fd.rs:2", "libc::write", why],
+        [f"{src}/dest/fd.rs:3", "windows_sys::Win32", why],
+        [f"{src}/dest/fd.rs:4", "#[link(", why],
+        [f"{src}/dest/fd.rs:6", "target_vendor", why],
+    ]
+
+
+def test_the_operating_system_in_sys_or_in_words_passes(tmp_path: Path) -> None:
+    src = fake_crate(
+        tmp_path,
+        {
+            "sys/mod.rs": """
+                #[cfg(target_os = "linux")]
+                pub fn write() { unsafe { libc::write(2, b"x".as_ptr().cast(), 1) }; }
+            """,
+            "dest/fd.rs": """
+                // libc::write, behind sys::write; cfg(target_os) is sys/'s.
+                const A: &str = "libc::read windows_sys::X target_os";
+                #[cfg(unix)]
+                fn f() { crate::sys::write(); my_libc::x(); }
+            """,
+        },
+    )
+    result = run(src)
+    assert result.returncode == 0, result.stdout

@@ -12,6 +12,7 @@
 //! Found once, at the first call or at init (with the GIL held); kept as
 //! addresses that any thread may read.
 
+use crate::sys;
 use pyo3::ffi::PyObject;
 use pyo3::prelude::*;
 use std::ffi::{c_void, CStr};
@@ -188,17 +189,13 @@ pub(crate) fn python_runs() -> bool {
         return true;
     }
     #[cfg(unix)]
-    {
-        // SAFETY: a NUL-terminated name; the symbol, where the process has
-        // it, is `PyThreadState *PyThreadState_GetUnchecked(void)`, which
-        // reads a thread-local and may be called on any thread at any time.
+    if let Some(f) = sys::global_symbol(c"PyThreadState_GetUnchecked") {
+        // SAFETY: the symbol, where the process has it, is
+        // `PyThreadState *PyThreadState_GetUnchecked(void)`, which reads a
+        // thread-local and may be called on any thread at any time.
         unsafe {
-            let f = libc::dlsym(libc::RTLD_DEFAULT, c"PyThreadState_GetUnchecked".as_ptr());
-            if !f.is_null() {
-                let get =
-                    std::mem::transmute::<*mut c_void, unsafe extern "C" fn() -> *mut c_void>(f);
-                return !get().is_null();
-            }
+            let get = std::mem::transmute::<*mut c_void, unsafe extern "C" fn() -> *mut c_void>(f);
+            return !get().is_null();
         }
     }
     false
@@ -208,21 +205,13 @@ pub(crate) fn python_runs() -> bool {
 /// exports it.
 #[cfg(unix)]
 fn lookup(_py: Python<'_>, name: &CStr) -> Option<*mut c_void> {
-    // SAFETY: `name` is a NUL-terminated string; `RTLD_DEFAULT` searches
-    // the global scope, where an extension module finds libpython's (or
-    // the python executable's) symbols on Linux and macOS.
-    let f = unsafe { libc::dlsym(libc::RTLD_DEFAULT, name.as_ptr()) };
-    (!f.is_null()).then_some(f)
+    sys::global_symbol(name)
 }
 
 /// The address of CPython's function `name`, if the running interpreter's
 /// DLL (`pythonXY.dll`, whose handle is `sys.dllhandle`) exports it.
 #[cfg(windows)]
 fn lookup(py: Python<'_>, name: &CStr) -> Option<*mut c_void> {
-    #[link(name = "kernel32")]
-    extern "system" {
-        fn GetProcAddress(module: *mut c_void, name: *const std::os::raw::c_char) -> *mut c_void;
-    }
     let handle: usize = py
         .import("sys")
         .ok()?
@@ -230,8 +219,7 @@ fn lookup(py: Python<'_>, name: &CStr) -> Option<*mut c_void> {
         .ok()?
         .extract()
         .ok()?;
-    // SAFETY: `handle` is the module handle of the loaded python DLL, which
-    // stays loaded for the life of the process; `name` is NUL-terminated.
-    let f = unsafe { GetProcAddress(handle as *mut c_void, name.as_ptr()) };
-    (!f.is_null()).then_some(f)
+    // SAFETY: `handle` is the module handle of the loaded python DLL,
+    // which stays loaded for the life of the process.
+    unsafe { sys::module_symbol(handle as *mut c_void, name) }
 }

@@ -15,6 +15,7 @@ use crate::core::capture::{self, STDERR, STDOUT};
 use crate::core::fork;
 use crate::dest::capture::{captured_to, CapturedTo};
 use crate::record::lock;
+use crate::sys;
 use pyo3::exceptions::PyOSError;
 use pyo3::prelude::*;
 use std::cell::Cell;
@@ -230,7 +231,7 @@ pub(crate) fn start_into(py: Python<'_>, into: [LinesTo<'_>; 2]) -> PyResult<boo
             // Not available here (Windows): an OSError with its errno,
             // ENOTSUP, as one from the system would have.
             if err.kind() == std::io::ErrorKind::Unsupported {
-                return Err(PyOSError::new_err((libc::ENOTSUP, err.to_string())));
+                return Err(PyOSError::new_err((sys::ENOTSUP, err.to_string())));
             }
             Err(err.into())
         }

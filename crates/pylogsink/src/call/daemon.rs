@@ -24,8 +24,11 @@ pub(crate) fn avoid_python(py: Python<'_>) -> bool {
     static OLD_PYTHON_ENDS_THREADS: OnceLock<bool> = OnceLock::new();
     let applies = *OLD_PYTHON_ENDS_THREADS.get_or_init(|| {
         let v = py.version_info();
-        let ends_threads = cfg!(any(target_os = "linux", windows));
-        daemon_avoids_python(ends_threads, (v.major, v.minor, v.patch), true)
+        daemon_avoids_python(
+            sys::OLD_PYTHON_ENDS_DAEMON_THREADS,
+            (v.major, v.minor, v.patch),
+            true,
+        )
     });
     if !applies {
         return false;

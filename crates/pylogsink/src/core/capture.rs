@@ -155,15 +155,10 @@ pub(crate) fn start(routes: [Option<CapturedTo>; 2]) -> io::Result<bool> {
         return Ok(false);
     }
     static AT_C_EXIT: Once = Once::new();
-    AT_C_EXIT.call_once(|| {
-        // SAFETY: `write_at_c_exit` is an `extern "C" fn()` that never
-        // unwinds (it catches panics), as `atexit` requires.
-        unsafe { libc::atexit(write_at_c_exit) };
-    });
+    // `write_at_c_exit` never unwinds (it catches panics).
+    AT_C_EXIT.call_once(|| sys::at_c_exit(write_at_c_exit));
     // What C stdio holds goes where it was written to, before the switch.
-    // SAFETY: fflush(NULL) flushes every open C stream; it takes no
-    // pointer of ours.
-    unsafe { libc::fflush(std::ptr::null_mut()) };
+    sys::flush_c_stdio();
     let control = pipe(true)?;
     let mut reads = [-1; 2];
     for (index, route) in routes.iter().enumerate() {
@@ -209,10 +204,7 @@ pub(crate) fn start(routes: [Option<CapturedTo>; 2]) -> io::Result<bool> {
 fn begin(stream: &Stream, route: CapturedTo) -> io::Result<RawFd> {
     let saved = stream.saved.load(Ordering::Relaxed);
     if saved < 0 {
-        // SAFETY: F_DUPFD_CLOEXEC makes a new descriptor (3 or above) for
-        // the same file; an invalid target makes it fail.
-        let copy = unsafe { libc::fcntl(stream.target, libc::F_DUPFD_CLOEXEC, 3) };
-        check(copy)?;
+        let copy = sys::dup_cloexec(stream.target)?;
         stream.saved.store(copy, Ordering::Relaxed);
     } else {
         // `saved` is a descriptor of ours (never closed), pointed at what
@@ -222,8 +214,7 @@ fn begin(stream: &Stream, route: CapturedTo) -> io::Result<RawFd> {
     let saved = stream.saved.load(Ordering::Relaxed);
     // The write end stays blocking, as writers of fd 1 and fd 2 expect.
     let [read, write] = sys::pipe_cloexec()?;
-    // SAFETY: fcntl on the read end just made: made non-blocking.
-    unsafe { libc::fcntl(read, libc::F_SETFL, libc::O_NONBLOCK) };
+    sys::set_nonblocking(read);
     // Enlarged where the system allows (a larger pipe means fewer
     // wake-ups; failing is harmless).
     sys::set_pipe_size(write, BUDGET);
@@ -238,8 +229,7 @@ fn begin(stream: &Stream, route: CapturedTo) -> io::Result<RawFd> {
     if stream.target == fd::STDERR {
         fd::set_stderr_target(saved);
     }
-    // SAFETY: dup2 points `target` at the pipe's write end; both are open.
-    let pointed = check(unsafe { libc::dup2(write, stream.target) });
+    let pointed = sys::dup_onto(write, stream.target);
     close_all(&[write]);
     if let Err(err) = pointed {
         if stream.target == fd::STDERR {
@@ -257,8 +247,8 @@ fn begin(stream: &Stream, route: CapturedTo) -> io::Result<RawFd> {
 fn restore(stream: &Stream) {
     if stream.active.load(Ordering::Acquire) {
         let saved = stream.saved.load(Ordering::Relaxed);
-        // SAFETY: dup2 of two open descriptors of ours.
-        unsafe { libc::dup2(saved, stream.target) };
+        // Both are open descriptors of ours: nothing to fail.
+        let _ = sys::dup_onto(saved, stream.target);
         if stream.target == fd::STDERR {
             fd::set_stderr_target(fd::STDERR);
         }
@@ -371,32 +361,22 @@ fn end(stream: &Stream, ending: Ending) {
 /// slow reader slows the writer, as without the capture.
 fn linger(read: RawFd, saved: RawFd) {
     let mut chunk = vec![0u8; 64 * 1024];
-    // SAFETY: a read of the non-blocking read end, ours, into `chunk`.
-    let n = unsafe { libc::read(read, chunk.as_mut_ptr().cast(), chunk.len()) };
-    let again = n < 0 && io::Error::last_os_error().raw_os_error() == Some(libc::EAGAIN);
-    if n == 0 || (n < 0 && !again) || saved < 0 {
-        return close_all(&[read]);
-    }
-    let first = usize::try_from(n).unwrap_or(0);
+    let first = match sys::read(read, &mut chunk) {
+        Ok(n) if n > 0 && saved >= 0 => n,
+        Err(err) if err.kind() == io::ErrorKind::WouldBlock && saved >= 0 => 0,
+        _ => return close_all(&[read]),
+    };
     let spawned = std::thread::Builder::new()
         .name("pylogsink-linger".into())
         .spawn(move || {
             forward(saved, &chunk[..first]);
             loop {
-                let mut fds = libc::pollfd {
-                    fd: read,
-                    events: libc::POLLIN,
-                    revents: 0,
-                };
-                // SAFETY: one initialized pollfd for `read`, ours.
-                unsafe { libc::poll(&mut fds, 1, -1) };
-                // SAFETY: as above.
-                let n = unsafe { libc::read(read, chunk.as_mut_ptr().cast(), chunk.len()) };
-                match usize::try_from(n) {
+                sys::wait_readable([read], None);
+                match sys::read(read, &mut chunk) {
                     Ok(0) => break,
                     Ok(n) => forward(saved, &chunk[..n]),
-                    Err(_) => match io::Error::last_os_error().raw_os_error() {
-                        Some(libc::EAGAIN | libc::EINTR) => {}
+                    Err(err) => match err.kind() {
+                        io::ErrorKind::WouldBlock | io::ErrorKind::Interrupted => {}
                         _ => break,
                     },
                 }
@@ -424,9 +404,9 @@ fn forward(fd: RawFd, text: &[u8]) {
 /// capture (not a nested one): what waits for Python is the caller's to
 /// write ([`take_for_python`]).
 pub(crate) fn stop() -> bool {
-    // SAFETY: as in `start`. The pipes are drained without the GIL, so
-    // this cannot wait for long on them.
-    unsafe { libc::fflush(std::ptr::null_mut()) };
+    // The pipes are drained without the GIL, so this cannot wait for long
+    // on them.
+    sys::flush_c_stdio();
     let mut state = lock(&STATE);
     match state.depth {
         0 => return false,
@@ -444,8 +424,8 @@ pub(crate) fn stop() -> bool {
     }
     // Everything written before the restore is in the pipes now: the
     // thread reads them empty, hands out the lines, and ends.
-    // SAFETY: a one-byte write to the control pipe's write end, ours.
-    unsafe { libc::write(state.control[1], b"q".as_ptr().cast(), 1) };
+    // The control pipe is ours and never full: the byte goes in.
+    let _ = sys::write(state.control[1], b"q");
     if let Some(thread) = state.thread.take() {
         let _ = thread.join();
     }
@@ -477,9 +457,8 @@ extern "C" fn write_at_c_exit() {
         if !is_on() {
             return;
         }
-        // SAFETY: as in `start`: what C stdio holds goes into the pipes
-        // first, to be read below.
-        unsafe { libc::fflush(std::ptr::null_mut()) };
+        // What C stdio holds goes into the pipes first, to be read below.
+        sys::flush_c_stdio();
         let _reading = stop_reading_at_crash();
         let wait = stall_wait();
         // Lines Python took are being written by pylogsink's thread, which
@@ -600,24 +579,14 @@ fn drain(mut reads: [RawFd; 2], control: RawFd) {
                 (a, b) => a.or(b),
             };
         }
-        let timeout = wake.map_or(-1, |at| {
-            let ms = at.saturating_duration_since(now).as_millis();
-            libc::c_int::try_from(ms.max(1)).unwrap_or(libc::c_int::MAX)
-        });
+        let timeout = wake.map(|at| at.saturating_duration_since(now));
         let polled = [
             control,
             if paused[0] { -1 } else { reads[0] },
             if paused[1] { -1 } else { reads[1] },
         ];
-        let mut fds = polled.map(|fd| libc::pollfd {
-            fd,
-            events: libc::POLLIN,
-            revents: 0,
-        });
-        // SAFETY: `fds` is an array of three initialized pollfd; negative
-        // descriptors are ignored by poll.
-        unsafe { libc::poll(fds.as_mut_ptr(), 3, timeout) };
-        let (last, sync) = if fds[0].revents != 0 {
+        let [asked_now, _, _] = sys::wait_readable(polled, timeout);
+        let (last, sync) = if asked_now {
             asked(control)
         } else {
             (false, false)
@@ -709,10 +678,9 @@ fn drain(mut reads: [RawFd; 2], control: RawFd) {
 /// answers both.
 fn asked(control: RawFd) -> (bool, bool) {
     let mut asks = [0u8; 64];
-    // SAFETY: `asks` is valid for writes of its length; `control` is the
-    // non-blocking read end of the control pipe.
-    let n = unsafe { libc::read(control, asks.as_mut_ptr().cast(), asks.len()) };
-    let asks = &asks[..n.max(0) as usize];
+    // `control` is the non-blocking read end of the control pipe.
+    let n = sys::read(control, &mut asks).unwrap_or(0);
+    let asks = &asks[..n];
     (asks.contains(&b'q'), asks.contains(&b's'))
 }
 
@@ -726,17 +694,15 @@ static SYNC_DONE: Condvar = Condvar::new();
 /// it on; what goes to Python then waits for [`take_for_python`]. Does
 /// nothing without a capture.
 pub(crate) fn sync() {
-    // SAFETY: as in `start`.
-    unsafe { libc::fflush(std::ptr::null_mut()) };
+    sys::flush_c_stdio();
     let before = *lock(&SYNCED);
     {
         let state = lock(&STATE);
         if state.depth == 0 || state.control[1] < 0 {
             return;
         }
-        // SAFETY: a one-byte write to the control pipe's write end, which
-        // stays open while the lock is held.
-        unsafe { libc::write(state.control[1], b"s".as_ptr().cast(), 1) };
+        // The control pipe's write end stays open while the lock is held.
+        let _ = sys::write(state.control[1], b"s");
     }
     let deadline = Instant::now() + Duration::from_secs(1);
     let mut synced = lock(&SYNCED);
@@ -781,14 +747,12 @@ pub(crate) fn to_python(index: usize) -> bool {
 /// How many bytes wait in `stream`'s pipe (0 without one).
 fn unread(stream: &Stream) -> usize {
     let _reading = lock(&stream.reading);
+    // `read` is the pipe's open read end, closed only under `reading`.
     let read = stream.read.load(Ordering::Acquire);
-    let mut unread: libc::c_int = 0;
-    // SAFETY: FIONREAD writes one int through a valid pointer; `read` is
-    // the pipe's open read end, closed only under `reading`.
-    if read < 0 || unsafe { libc::ioctl(read, libc::FIONREAD, &mut unread) } != 0 {
+    if read < 0 {
         return 0;
     }
-    usize::try_from(unread).unwrap_or(0)
+    sys::unread(read).unwrap_or(0)
 }
 
 /// Reads what waits in the pipe of captured descriptor `index` into its
@@ -804,16 +768,8 @@ pub(crate) fn catch_up(index: usize, left: &mut Option<usize>) -> bool {
     if read < 0 || !stream.to_python.load(Ordering::Relaxed) {
         return true;
     }
-    let left = left.get_or_insert_with(|| {
-        let mut unread: libc::c_int = 0;
-        // SAFETY: as in `unread`; `reading` is held.
-        let asked = unsafe { libc::ioctl(read, libc::FIONREAD, &mut unread) };
-        if asked == 0 {
-            usize::try_from(unread).unwrap_or(0)
-        } else {
-            0
-        }
-    });
+    // `reading` is held.
+    let left = left.get_or_insert_with(|| sys::unread(read).unwrap_or(0));
     let kept = lock(&stream.waiting).kept.len_bytes();
     let mut room = BUDGET.saturating_sub(kept + PARTIAL_MAX).min(*left);
     let mut chunk = [0u8; 4096];
@@ -822,18 +778,16 @@ pub(crate) fn catch_up(index: usize, left: &mut Option<usize>) -> bool {
         // Bytes out of the pipe are in the lines before the crash handler
         // can look: it waits for `waiting`.
         let mut waiting = lock(&stream.waiting);
-        // SAFETY: `chunk` is valid for writes of `size` bytes; `read` is
-        // the non-blocking read end, open while `reading` is held.
-        let n = unsafe { libc::read(read, chunk.as_mut_ptr().cast(), size) };
-        if n < 0 && io::Error::last_os_error().kind() == io::ErrorKind::Interrupted {
-            continue;
-        }
-        if n <= 0 {
-            // The pipe failed: nothing to wait for.
-            *left = 0;
-            break;
-        }
-        let n = n as usize;
+        // `read` is the non-blocking read end, open while `reading` is held.
+        let n = match sys::read(read, &mut chunk[..size]) {
+            Err(err) if err.kind() == io::ErrorKind::Interrupted => continue,
+            Ok(n) if n > 0 => n,
+            _ => {
+                // The pipe failed: nothing to wait for.
+                *left = 0;
+                break;
+            }
+        };
         room -= n;
         *left -= n;
         let Waiting { kept, lines, .. } = &mut *waiting;
@@ -894,24 +848,20 @@ fn read_pipe(stream: &Stream, read: RawFd, buffer: &mut [u8], limit: usize) -> R
         // Bytes out of the pipe are in the lines before the crash handler
         // can look: it waits for `waiting`.
         let mut waiting = lock(&stream.waiting);
-        // SAFETY: `buffer` is valid for writes of `size <= buffer.len()`
-        // bytes.
-        let n = unsafe { libc::read(read, buffer.as_mut_ptr().cast(), size) };
-        if n > 0 {
-            let n = n as usize;
-            total += n;
-            let Waiting { kept, lines, .. } = &mut *waiting;
-            lines.feed(&buffer[..n], Instant::now(), &mut |text, rest| {
-                kept.push_text_from(text, rest)
-            });
-        } else if n == 0 {
-            return Read::End;
-        } else {
-            match io::Error::last_os_error().raw_os_error() {
-                Some(libc::EINTR) => {}
-                Some(libc::EAGAIN) => return Read::Empty,
-                _ => return Read::End,
+        match sys::read(read, &mut buffer[..size]) {
+            Ok(0) => return Read::End,
+            Ok(n) => {
+                total += n;
+                let Waiting { kept, lines, .. } = &mut *waiting;
+                lines.feed(&buffer[..n], Instant::now(), &mut |text, rest| {
+                    kept.push_text_from(text, rest)
+                });
             }
+            Err(err) => match err.kind() {
+                io::ErrorKind::Interrupted => {}
+                io::ErrorKind::WouldBlock => return Read::Empty,
+                _ => return Read::End,
+            },
         }
     }
     Read::More
@@ -1037,13 +987,11 @@ fn rest_at_crash(stream: &Stream, write: &mut dyn FnMut(i32, &[u8]), forget: boo
         if read < 0 {
             break;
         }
-        // SAFETY: `chunk` is valid for writes of its length; `read` is
-        // the non-blocking read end, or closed (EBADF).
-        let n = unsafe { libc::read(read, chunk.as_mut_ptr().cast(), chunk.len()) };
-        if n <= 0 {
-            break;
+        // `read` is the non-blocking read end, or closed (EBADF).
+        match sys::read(read, &mut chunk) {
+            Ok(n) if n > 0 => write(saved, &chunk[..n]),
+            _ => break,
         }
-        write(saved, &chunk[..n as usize]);
     }
 }
 
@@ -1087,27 +1035,17 @@ pub(crate) fn hold_for_fork() -> HeldForFork {
 fn pipe(nonblocking: bool) -> io::Result<[RawFd; 2]> {
     let fds = sys::pipe_cloexec()?;
     if nonblocking {
-        for fd in fds {
-            // SAFETY: fcntl on a descriptor just made: made non-blocking.
-            unsafe { libc::fcntl(fd, libc::F_SETFL, libc::O_NONBLOCK) };
-        }
+        fds.into_iter().for_each(sys::set_nonblocking);
     }
     Ok(fds)
 }
 
+/// Closes descriptors of ours that nothing else uses (negative ones are
+/// none).
 fn close_all(fds: &[RawFd]) {
-    for &fd in fds.iter().filter(|&&fd| fd >= 0) {
-        // SAFETY: each is a descriptor of ours that nothing else uses.
-        unsafe { libc::close(fd) };
-    }
-}
-
-fn check(ret: libc::c_int) -> io::Result<libc::c_int> {
-    if ret < 0 {
-        Err(io::Error::last_os_error())
-    } else {
-        Ok(ret)
-    }
+    fds.iter()
+        .filter(|&&fd| fd >= 0)
+        .for_each(|&fd| sys::close(fd));
 }
 
 #[cfg(test)]
@@ -1118,8 +1056,7 @@ mod tests {
     fn stream(to_python: bool) -> (Stream, [RawFd; 2], [RawFd; 2]) {
         let input = pipe(false).unwrap();
         let output = pipe(true).unwrap();
-        // SAFETY: fcntl on a descriptor of this test's own.
-        unsafe { libc::fcntl(input[0], libc::F_SETFL, libc::O_NONBLOCK) };
+        sys::set_nonblocking(input[0]);
         let stream = Stream::new(-1);
         stream.saved.store(output[1], Ordering::Relaxed);
         stream.read.store(input[0], Ordering::Relaxed);
@@ -1128,21 +1065,17 @@ mod tests {
     }
 
     fn write(fd: RawFd, text: &[u8]) {
-        // SAFETY: `text` is a live slice.
-        let n = unsafe { libc::write(fd, text.as_ptr().cast(), text.len()) };
-        assert_eq!(n, text.len() as isize);
+        assert_eq!(sys::write(fd, text).unwrap(), text.len());
     }
 
     fn read_all(fd: RawFd) -> Vec<u8> {
         let mut out = Vec::new();
         let mut chunk = [0u8; 4096];
         loop {
-            // SAFETY: `chunk` is valid for writes of its length.
-            let n = unsafe { libc::read(fd, chunk.as_mut_ptr().cast(), chunk.len()) };
-            if n <= 0 {
-                return out;
+            match sys::read(fd, &mut chunk) {
+                Ok(n) if n > 0 => out.extend_from_slice(&chunk[..n]),
+                _ => return out,
             }
-            out.extend_from_slice(&chunk[..n as usize]);
         }
     }
 

@@ -113,7 +113,7 @@ mod tests {
     use crate::core::testing::Pipe;
     use crate::record::{Level, Record};
     use std::sync::atomic::{AtomicBool, Ordering};
-    use std::time::{Duration, Instant};
+    use std::time::Duration;
 
     fn log(message: &str) {
         emit_record(&Record {
@@ -139,9 +139,8 @@ mod tests {
             log("in the child's call");
             t.leave();
         });
-        // SAFETY: _exit ends the child at once, running nothing of the
-        // parent's (no atexit hook, no destructor).
-        unsafe { libc::_exit(if clean { 0 } else { 3 }) }
+        // Nothing of the parent's runs (no atexit hook, no destructor).
+        sys::exit_now(if clean { 0 } else { 3 })
     }
 
     #[test]
@@ -166,29 +165,13 @@ mod tests {
             std::thread::sleep(Duration::from_millis(1));
             // SAFETY: the child only logs through pylogsink and `_exit`s
             // (see `child`); glibc's own atfork handlers keep malloc usable.
-            let pid = unsafe { libc::fork() };
-            if pid == 0 {
+            let Some(pid) = (unsafe { sys::fork() }) else {
                 child();
-            }
-            let deadline = Instant::now() + Duration::from_secs(5);
-            let mut status = 0;
-            loop {
-                // SAFETY: waits for our own child; `status` is writable.
-                let done = unsafe { libc::waitpid(pid, &mut status, libc::WNOHANG) };
-                if done == pid {
-                    failed += i32::from(!libc::WIFEXITED(status) || libc::WEXITSTATUS(status) != 0);
-                    break;
-                }
-                if Instant::now() > deadline {
-                    // SAFETY: kills and reaps our own hung child.
-                    unsafe {
-                        libc::kill(pid, libc::SIGKILL);
-                        libc::waitpid(pid, &mut status, 0);
-                    }
-                    hung += 1;
-                    break;
-                }
-                std::thread::sleep(Duration::from_millis(1));
+            };
+            match sys::wait_child(pid, Duration::from_secs(5)) {
+                Some(true) => {}
+                Some(false) => failed += 1,
+                None => hung += 1,
             }
         }
         stop.store(true, Ordering::Relaxed);

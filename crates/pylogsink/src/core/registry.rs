@@ -14,6 +14,7 @@ use super::{capture, queue};
 use crate::dest::pending::{self, Batch, Pending};
 use crate::dest::Kept;
 use crate::record::{lock, lock_at_crash, HeldForFork};
+use crate::sys;
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex, Once, Weak};
 use std::time::Duration;
@@ -47,11 +48,8 @@ pub(crate) fn emitted() -> [u64; 6] {
 
 pub(crate) fn register(shared: &Arc<Shared>) {
     static EXIT_HOOK: Once = Once::new();
-    EXIT_HOOK.call_once(|| {
-        // SAFETY: `write_all_at_exit` is an `extern "C" fn()` that never
-        // unwinds (it catches panics), as `atexit` requires.
-        unsafe { libc::atexit(write_all_at_exit) };
-    });
+    // `write_all_at_exit` never unwinds (it catches panics).
+    EXIT_HOOK.call_once(|| sys::at_c_exit(write_all_at_exit));
     let mut registry = lock(&REGISTRY);
     registry.retain(|w| w.strong_count() > 0);
     registry.push(Arc::downgrade(shared));

@@ -31,11 +31,11 @@ impl Pipe {
         let fds = sys::pipe_cloexec().unwrap();
         // SAFETY: two new descriptors that nothing else owns.
         let (read, write) = unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
-        // SAFETY: fcntl on a descriptor we own: O_NONBLOCK on the read end.
-        unsafe { libc::fcntl(read.as_raw_fd(), libc::F_SETFL, libc::O_NONBLOCK) };
-        // The smallest pipe the kernel makes: one page (Linux).
-        #[cfg(target_os = "linux")]
-        assert_eq!(sys::set_pipe_size(write.as_raw_fd(), 4096), Some(4096));
+        sys::set_nonblocking(read.as_raw_fd());
+        // The smallest pipe the kernel makes: one page, where a pipe's
+        // size can be set (Linux).
+        let size = sys::set_pipe_size(write.as_raw_fd(), 4096);
+        assert!(size.is_none_or(|size| size == 4096), "{size:?}");
         // What earlier tests left in the queue goes to /dev/null.
         let null = std::fs::OpenOptions::new()
             .write(true)
@@ -64,13 +64,10 @@ impl Pipe {
         let mut out = Vec::new();
         let mut buf = [0u8; 8192];
         loop {
-            // SAFETY: `buf` is valid for writes of its length.
-            let n =
-                unsafe { libc::read(self.read.as_raw_fd(), buf.as_mut_ptr().cast(), buf.len()) };
-            if n <= 0 {
-                break;
+            match sys::read(self.read.as_raw_fd(), &mut buf) {
+                Ok(n) if n > 0 => out.extend_from_slice(&buf[..n]),
+                _ => break,
             }
-            out.extend_from_slice(&buf[..n as usize]);
         }
         String::from_utf8(out).expect("records are UTF-8")
     }
@@ -94,9 +91,7 @@ impl Pipe {
     /// Fills the pipe: the next write finds no room.
     pub(crate) fn fill(&self) {
         let page = [b'.'; 4096];
-        // SAFETY: `page` is a live buffer of its length.
-        let n = unsafe { libc::write(self.write.as_raw_fd(), page.as_ptr().cast(), page.len()) };
-        assert_eq!(n, 4096);
+        assert_eq!(sys::write(self.write.as_raw_fd(), &page).unwrap(), 4096);
     }
 }
 

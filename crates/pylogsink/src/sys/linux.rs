@@ -1,8 +1,14 @@
 //! Linux: `pipe2`, `dup3`, a pipe's size, `gettid`, `/proc`, and a write
 //! that cannot block (`pwritev2` with `RWF_NOWAIT`).
 
+use super::FileStatus;
 use std::io;
 use std::os::fd::{FromRawFd, OwnedFd, RawFd};
+
+/// Whether CPython before 3.13.8 ends a daemon thread that re-takes the
+/// GIL once finalization began, in the middle of what it does (see
+/// `daemon_avoids_python`): on Linux, with `pthread_exit`.
+pub(crate) const OLD_PYTHON_ENDS_DAEMON_THREADS: bool = true;
 
 /// A pipe whose two ends close on `exec`.
 pub(crate) fn pipe_cloexec() -> io::Result<[RawFd; 2]> {
@@ -99,9 +105,13 @@ pub(crate) fn reopen_nonblocking(fd: RawFd) -> Option<OwnedFd> {
     (twin >= 0).then(|| unsafe { OwnedFd::from_raw_fd(twin) })
 }
 
+/// Whether a pipe's room is read from `fstat` ([`pipe_room`]), and `poll`
+/// may report room that rule denies: not on Linux.
+pub(crate) const PIPE_ROOM_BY_FSTAT: bool = false;
+
 /// The room a pipe has by what `fstat` reports: Linux reports none, and
 /// needs none (`pwritev2` checks for room and writes in one step).
-pub(crate) fn pipe_room(_st: &libc::stat) -> Option<u64> {
+pub(crate) fn pipe_room(_st: &FileStatus) -> Option<u64> {
     None
 }
 

@@ -8,8 +8,14 @@
 //! Compiled and linted for macOS, not run: no macOS machine tests it.
 
 use super::rules::macos_pipe_room;
+use super::FileStatus;
 use std::io;
 use std::os::fd::{FromRawFd, OwnedFd, RawFd};
+
+/// Whether CPython before 3.13.8 ends a daemon thread that re-takes the
+/// GIL once finalization began, in the middle of what it does (see
+/// `daemon_avoids_python`): not known on macOS, where it is not run here.
+pub(crate) const OLD_PYTHON_ENDS_DAEMON_THREADS: bool = false;
 
 /// A pipe whose two ends close on `exec`. Not atomic: a `fork` and `exec`
 /// in another thread between the two calls may inherit the ends.
@@ -108,10 +114,14 @@ pub(crate) fn reopen_nonblocking(fd: RawFd) -> Option<OwnedFd> {
     (twin >= 0).then(|| unsafe { OwnedFd::from_raw_fd(twin) })
 }
 
+/// Whether a pipe's room is read from `fstat` ([`pipe_room`]), and `poll`
+/// may report room that rule denies: on macOS.
+pub(crate) const PIPE_ROOM_BY_FSTAT: bool = true;
+
 /// The room a pipe or FIFO has, from what `fstat` reports of it: the bytes
 /// it holds (`st_size`) and its buffer (`st_blksize`), by
 /// [`macos_pipe_room`]. Async-signal-safe.
-pub(crate) fn pipe_room(st: &libc::stat) -> Option<u64> {
+pub(crate) fn pipe_room(FileStatus(st): &FileStatus) -> Option<u64> {
     if st.st_mode & libc::S_IFMT != libc::S_IFIFO {
         return None;
     }

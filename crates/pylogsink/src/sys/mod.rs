@@ -11,6 +11,9 @@
 
 pub(crate) mod rules;
 
+mod c_runtime;
+pub(crate) use c_runtime::*;
+
 /// A file descriptor: the kernel's on Linux and macOS, the C runtime's on
 /// Windows.
 pub(crate) type RawFd = i32;
@@ -19,6 +22,10 @@ pub(crate) type RawFd = i32;
 mod posix;
 #[cfg(unix)]
 pub(crate) use posix::*;
+#[cfg(unix)]
+mod descriptors;
+#[cfg(unix)]
+pub(crate) use descriptors::*;
 #[cfg(unix)]
 mod signals;
 #[cfg(unix)]

@@ -12,8 +12,11 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::OnceLock;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use windows_sys::core::PWSTR;
+/// A Windows handle: what a descriptor of the C runtime stands for.
+pub(crate) use windows_sys::Win32::Foundation::HANDLE;
 use windows_sys::Win32::Foundation::{
-    DuplicateHandle, LocalFree, DUPLICATE_SAME_ACCESS, HANDLE, INVALID_HANDLE_VALUE,
+    DuplicateHandle, LocalFree, DUPLICATE_SAME_ACCESS, ERROR_OPERATION_ABORTED,
+    INVALID_HANDLE_VALUE,
 };
 use windows_sys::Win32::Storage::FileSystem::{
     GetFileType, WriteFile, FILE_TYPE_CHAR, FILE_TYPE_DISK, FILE_TYPE_PIPE,
@@ -26,6 +29,33 @@ use windows_sys::Win32::System::Threading::{
     GetCurrentProcess, GetCurrentThread, GetCurrentThreadId, GetThreadDescription,
 };
 use windows_sys::Win32::System::IO::CancelSynchronousIo;
+
+/// Whether CPython before 3.13.8 ends a daemon thread that re-takes the
+/// GIL once finalization began, in the middle of what it does (see
+/// `daemon_avoids_python`): on Windows, with `_endthreadex`.
+pub(crate) const OLD_PYTHON_ENDS_DAEMON_THREADS: bool = true;
+
+/// The address of the function `name` that the loaded `module` exports
+/// (`GetProcAddress`).
+///
+/// # Safety
+///
+/// `module` is the handle of a module that stays loaded.
+pub(crate) unsafe fn module_symbol(
+    module: *mut std::ffi::c_void,
+    name: &std::ffi::CStr,
+) -> Option<*mut std::ffi::c_void> {
+    #[link(name = "kernel32")]
+    extern "system" {
+        fn GetProcAddress(
+            module: *mut std::ffi::c_void,
+            name: *const std::ffi::c_char,
+        ) -> *mut std::ffi::c_void;
+    }
+    // SAFETY: the caller keeps `module` loaded; `name` is NUL-terminated.
+    let f = unsafe { GetProcAddress(module, name.as_ptr()) };
+    (!f.is_null()).then_some(f)
+}
 
 /// The time now, since the Unix epoch.
 pub(crate) fn now_since_epoch() -> Duration {
@@ -184,6 +214,11 @@ pub(crate) fn own_thread_handle() -> HANDLE {
         )
     };
     handle
+}
+
+/// Whether a write's error `code` says [`cancel_write`] ended it.
+pub(crate) fn was_cancelled(code: i32) -> bool {
+    code == ERROR_OPERATION_ABORTED as i32
 }
 
 /// Asks the system to end the blocking write the thread of `thread` is in;

@@ -23,7 +23,7 @@
 
 use super::{next_piece, stderr, CRASH_GRACE, FAILED_BYTES, STDERR, TERMINAL};
 use crate::record::{lock, HeldForFork};
-use crate::sys::{self, write_nowait, Descriptor};
+use crate::sys::{self, write_nowait, Descriptor, FileStatus};
 use std::io;
 use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
@@ -111,9 +111,9 @@ enum Blocked {
 }
 
 fn classify(err: io::Error, fd: RawFd) -> Blocked {
-    match err.raw_os_error() {
-        Some(libc::EAGAIN) => Blocked::Full(fd),
-        Some(libc::EINTR) => Blocked::Interrupted,
+    match err.kind() {
+        io::ErrorKind::WouldBlock => Blocked::Full(fd),
+        io::ErrorKind::Interrupted => Blocked::Interrupted,
         _ => Blocked::Failed,
     }
 }
@@ -138,9 +138,9 @@ pub(crate) fn write_from_signal_handler(fd: RawFd, text: &[u8], deadline: Instan
         let piece = &text[done..done + next_piece(&text[done..])];
         let n = match write_nowait(fd, piece) {
             Ok(n) => n,
-            Err(e) => match e.raw_os_error() {
-                Some(libc::EINTR) => 0,
-                Some(libc::EAGAIN) => {
+            Err(e) => match e.kind() {
+                io::ErrorKind::Interrupted => 0,
+                io::ErrorKind::WouldBlock => {
                     let mut left = deadline.saturating_duration_since(Instant::now());
                     if !STALLED.load(Ordering::Relaxed) {
                         left = left.max(CRASH_GRACE);
@@ -154,7 +154,7 @@ pub(crate) fn write_from_signal_handler(fd: RawFd, text: &[u8], deadline: Instan
                 // Files and terminals do not take RWF_NOWAIT; they do not
                 // wait for a reader either. A pipe whose room `fstat`
                 // tells (macOS) is written once the piece fits.
-                Some(libc::EOPNOTSUPP | libc::EINVAL | libc::ENOSYS) => {
+                _ if sys::refuses_nowait(&e) => {
                     if !pipe_fits(fd, piece.len()) {
                         if Instant::now() >= deadline {
                             return false;
@@ -164,7 +164,7 @@ pub(crate) fn write_from_signal_handler(fd: RawFd, text: &[u8], deadline: Instan
                         std::thread::sleep(Duration::from_millis(1));
                         continue;
                     }
-                    match write_plain(fd, piece) {
+                    match sys::write(fd, piece) {
                         Ok(n) => n,
                         Err(_) => return false,
                     }
@@ -180,10 +180,10 @@ pub(crate) fn write_from_signal_handler(fd: RawFd, text: &[u8], deadline: Instan
 /// Whether `len` bytes fit in `fd` now, where `fstat` tells a pipe's
 /// room (macOS); true for anything else. Async-signal-safe.
 fn pipe_fits(fd: RawFd, len: usize) -> bool {
-    if !cfg!(target_vendor = "apple") {
+    if !sys::PIPE_ROOM_BY_FSTAT {
         return true;
     }
-    match fstat(fd) {
+    match sys::file_status(fd) {
         Ok(st) => sys::pipe_room(&st).is_none_or(|room| room >= len as u64),
         Err(_) => true,
     }
@@ -205,10 +205,10 @@ fn try_write(fd: RawFd, piece: &[u8]) -> Result<usize, Blocked> {
 #[cold]
 #[inline(never)]
 fn try_write_other(fd: RawFd, piece: &[u8], nowait: Option<io::Error>) -> Result<usize, Blocked> {
-    let plain = || write_plain(fd, piece).map_err(|e| classify(e, fd));
+    let plain = || sys::write(fd, piece).map_err(|e| classify(e, fd));
     let nowait = match nowait {
         Some(err) => err,
-        None if is_seekable(fd) => return plain(),
+        None if sys::is_seekable(fd) => return plain(),
         None => {
             KIND.remember(fd, false);
             match write_nowait(fd, piece) {
@@ -217,36 +217,28 @@ fn try_write_other(fd: RawFd, piece: &[u8], nowait: Option<io::Error>) -> Result
             }
         }
     };
-    match nowait.raw_os_error() {
-        // A file system that takes RWF_NOWAIT may still refuse a write
-        // that would wait for the disk; a file never waits for a reader.
-        Some(libc::EAGAIN) if is_seekable(fd) => {
-            KIND.remember(fd, true);
-            return plain();
-        }
-        Some(libc::EOPNOTSUPP | libc::EINVAL | libc::ENOSYS) => {}
-        _ => return Err(classify(nowait, fd)),
-    }
-    if is_seekable(fd) {
+    // A file system that takes RWF_NOWAIT may still refuse a write that
+    // would wait for the disk; a file never waits for a reader.
+    if nowait.kind() == io::ErrorKind::WouldBlock && sys::is_seekable(fd) {
         KIND.remember(fd, true);
         return plain();
     }
-    let st = fstat(fd).map_err(|e| classify(e, fd))?;
+    if !sys::refuses_nowait(&nowait) {
+        return Err(classify(nowait, fd));
+    }
+    if sys::is_seekable(fd) {
+        KIND.remember(fd, true);
+        return plain();
+    }
+    let st = sys::file_status(fd).map_err(|e| classify(e, fd))?;
     write_through_twin(fd, &st, piece)
 }
 
-/// Whether `fd` is seekable: a regular file, a block device, /dev/null.
-/// Such files never wait for a reader, so a plain `write(2)` will do.
-/// Pipes, FIFOs, sockets and terminals are not seekable. `lseek` is about
-/// the cheapest system call there is, and unlike `fstat` it does not make
-/// the next write to the file update its times.
-fn is_seekable(fd: RawFd) -> bool {
-    // SAFETY: lseek only reads the descriptor's offset; an invalid `fd`
-    // makes it fail with EBADF.
-    unsafe { libc::lseek(fd, 0, libc::SEEK_CUR) >= 0 }
-}
-
 /// Which system call to try first on the descriptor written last.
+/// A seekable file ([`sys::is_seekable`]: a regular file, a block device,
+/// /dev/null) never waits for a reader, so a plain `write(2)` will do;
+/// `lseek` is about the cheapest system call there is, and unlike `fstat`
+/// it does not make the next write to the file update its times.
 /// `pwritev2(RWF_NOWAIT)` is one call that cannot block, and the kernel
 /// takes it for pipes, sockets and /dev/null. A regular file on ext4 (and
 /// a terminal) refuses it; once a file was found to refuse it, the next
@@ -276,32 +268,8 @@ impl Kind {
     }
 }
 
-fn write_plain(fd: RawFd, piece: &[u8]) -> io::Result<usize> {
-    // SAFETY: `piece` is a live slice for the whole call and the kernel only
-    // reads `piece.len()` bytes from it.
-    let n = unsafe { libc::write(fd, piece.as_ptr().cast(), piece.len()) };
-    if n < 0 {
-        Err(io::Error::last_os_error())
-    } else {
-        Ok(n as usize)
-    }
-}
-
-fn fstat(fd: RawFd) -> io::Result<libc::stat> {
-    let mut st = std::mem::MaybeUninit::<libc::stat>::uninit();
-    // SAFETY: `st` is valid for writes of one `stat`, which `fstat` fills in
-    // full when it returns 0; only then is it read.
-    if unsafe { libc::fstat(fd, st.as_mut_ptr()) } != 0 {
-        return Err(io::Error::last_os_error());
-    }
-    // SAFETY: fstat returned 0, so it initialized `st`.
-    Ok(unsafe { st.assume_init() })
-}
-
 pub(super) fn isatty(fd: RawFd) -> bool {
-    // SAFETY: isatty only asks the kernel about the descriptor; an invalid
-    // one makes it return 0.
-    unsafe { libc::isatty(fd) == 1 }
+    sys::is_terminal(fd)
 }
 
 /// A non-blocking open file description of the file behind a descriptor.
@@ -312,34 +280,32 @@ struct Twin {
 
 static TWIN: Mutex<Option<Twin>> = Mutex::new(None);
 
-fn write_through_twin(fd: RawFd, st: &libc::stat, piece: &[u8]) -> Result<usize, Blocked> {
-    if fd == stderr() && st.st_mode & libc::S_IFMT == libc::S_IFCHR {
+fn write_through_twin(fd: RawFd, st: &FileStatus, piece: &[u8]) -> Result<usize, Blocked> {
+    if fd == stderr() && st.is_char_device() {
         TERMINAL.store(true, Ordering::Relaxed);
     }
     if let Some(room) = sys::pipe_room(st) {
         // A pipe whose room `fstat` tells (macOS): written only where the
         // piece fits. Another writer may take that room first.
         return if room >= piece.len() as u64 {
-            write_plain(fd, piece).map_err(|e| classify(e, fd))
+            sys::write(fd, piece).map_err(|e| classify(e, fd))
         } else {
             Err(Blocked::Full(fd))
         };
     }
-    // The types of these fields differ between platforms.
-    #[allow(clippy::unnecessary_cast)]
-    let key = (st.st_dev as u64, st.st_ino as u64, st.st_rdev as u64);
+    let key = st.identity();
     let mut twin = lock(&TWIN);
     if twin.as_ref().is_none_or(|t| t.key != key) {
         *twin = sys::reopen_nonblocking(fd).map(|fd| Twin { key, fd });
     }
     match twin.as_ref() {
-        Some(t) => write_plain(t.fd.as_raw_fd(), piece).map_err(|e| classify(e, t.fd.as_raw_fd())),
+        Some(t) => sys::write(t.fd.as_raw_fd(), piece).map_err(|e| classify(e, t.fd.as_raw_fd())),
         None => {
             // No twin (no /proc): write only when poll reports room. Another
             // writer may take that room first; this is the best left to do.
             drop(twin);
             if wait_for_room(fd, Duration::ZERO) {
-                write_plain(fd, piece).map_err(|e| classify(e, fd))
+                sys::write(fd, piece).map_err(|e| classify(e, fd))
             } else {
                 Err(Blocked::Full(fd))
             }
@@ -354,21 +320,14 @@ pub(crate) fn hold_for_fork() -> HeldForFork {
 
 /// Waits until `fd` reports room or `wait` passes; true if there is room.
 fn wait_for_room(fd: RawFd, wait: Duration) -> bool {
-    let mut pfd = libc::pollfd {
-        fd,
-        events: libc::POLLOUT,
-        revents: 0,
-    };
-    let ms = wait.as_micros().div_ceil(1000).min(i32::MAX as u128) as i32;
-    // SAFETY: `pfd` is one valid pollfd for the duration of the call.
-    let n = unsafe { libc::poll(&mut pfd, 1, ms) };
-    if cfg!(target_vendor = "apple") {
+    // An error or hang-up also ends the wait: the write then reports it.
+    let room = sys::wait_writable(fd, wait);
+    if sys::PIPE_ROOM_BY_FSTAT {
         // poll may report room the pipe rule denies: a pause instead of a
         // spin.
         std::thread::sleep(Duration::from_millis(1));
     }
-    // An error or hang-up also ends the wait: the write then reports it.
-    n != 0
+    room
 }
 
 #[cfg(test)]
@@ -446,11 +405,9 @@ mod tests {
         let fd = a.as_raw_fd();
         assert_eq!(write_with_room(fd, b"one\n", Duration::ZERO), 4);
         // The same descriptor number now names another file, then a pipe.
-        // SAFETY: both descriptors are open; dup2 replaces `fd` in place.
-        unsafe { libc::dup2(b.as_raw_fd(), fd) };
+        sys::dup_onto(b.as_raw_fd(), fd).unwrap();
         assert_eq!(write_with_room(fd, b"two\n", Duration::ZERO), 4);
-        // SAFETY: as above.
-        unsafe { libc::dup2(w.as_raw_fd(), fd) };
+        sys::dup_onto(w.as_raw_fd(), fd).unwrap();
         let full = write_with_room(fd, &vec![b'z'; 1 << 20], Duration::from_millis(20));
         assert!(full < 1 << 20, "a pipe is written without blocking");
     }
@@ -473,11 +430,9 @@ mod tests {
         let (r, w) = pipe();
         let fd = w.as_raw_fd();
         assert_eq!(write_with_room(fd, b"pipe\n", Duration::ZERO), 5);
-        // SAFETY: both descriptors are open; dup2 replaces `fd` in place.
-        unsafe { libc::dup2(null.as_raw_fd(), fd) };
+        sys::dup_onto(null.as_raw_fd(), fd).unwrap();
         assert_eq!(write_with_room(fd, b"null\n", Duration::ZERO), 5);
-        // SAFETY: as above.
-        unsafe { libc::dup2(file.as_raw_fd(), fd) };
+        sys::dup_onto(file.as_raw_fd(), fd).unwrap();
         let text = vec![b'f'; 100_000];
         assert_eq!(write_with_room(fd, &text, Duration::ZERO), text.len());
         let mut read = Vec::new();
@@ -494,15 +449,15 @@ mod tests {
     #[test]
     fn seekable_means_it_never_waits_for_a_reader() {
         let (r, w) = pipe();
-        assert!(!is_seekable(r.as_raw_fd()) && !is_seekable(w.as_raw_fd()));
+        assert!(!sys::is_seekable(r.as_raw_fd()) && !sys::is_seekable(w.as_raw_fd()));
         let null = std::fs::OpenOptions::new()
             .write(true)
             .open("/dev/null")
             .unwrap();
-        assert!(is_seekable(null.as_raw_fd()));
+        assert!(sys::is_seekable(null.as_raw_fd()));
         let path = std::env::temp_dir().join(format!("pylogsink-s-{}", std::process::id()));
         let file = std::fs::File::create(&path).unwrap();
-        assert!(is_seekable(file.as_raw_fd()));
+        assert!(sys::is_seekable(file.as_raw_fd()));
         std::fs::remove_file(path).unwrap();
     }
 

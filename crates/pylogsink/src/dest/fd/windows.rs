@@ -23,11 +23,10 @@
 
 use super::{next_piece, stderr, CRASH_GRACE, FAILED_BYTES, TERMINAL};
 use crate::record::{lock, HeldForFork};
-use crate::sys::{self, HandleKind, RawFd};
+use crate::sys::{self, HandleKind, RawFd, HANDLE};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Condvar, Mutex, OnceLock};
 use std::time::{Duration, Instant};
-use windows_sys::Win32::Foundation::{ERROR_OPERATION_ABORTED, HANDLE};
 
 /// Writes one piece; `None` if there was no room within `wait`.
 pub(super) fn write_piece(fd: RawFd, piece: &[u8], wait: Duration) -> Option<usize> {
@@ -286,7 +285,7 @@ impl Writer {
         }
         let outcome = match slot.result.take() {
             Some(Ok(n)) => Outcome::Written(n),
-            Some(Err(code)) if code == ERROR_OPERATION_ABORTED as i32 => Outcome::NoRoom,
+            Some(Err(code)) if sys::was_cancelled(code) => Outcome::NoRoom,
             Some(Err(_)) => Outcome::Failed,
             None => Outcome::InFlight,
         };
