@@ -557,34 +557,13 @@ fn drain(mut reads: [RawFd; 2], control: RawFd) {
     let mut held = [Held::default(); 2];
     loop {
         let now = Instant::now();
-        let mut wake: Option<Instant> = None;
-        let mut paused = [false; 2];
-        for (index, (stream, &read)) in STREAMS.iter().zip(&reads).enumerate() {
-            if read < 0 && !stream.active.load(Ordering::Relaxed) {
-                continue;
-            }
-            let waiting = lock(&stream.waiting);
-            let mut due = waiting.lines.due();
-            let to_python = stream.to_python.load(Ordering::Relaxed);
-            if !to_python && !waiting.kept.is_empty() {
-                due = Some(due.map_or(now + RETRY, |d| d.min(now + RETRY)));
-            }
-            drop(waiting);
-            paused[index] = pause(stream, &mut held[index], now);
-            if paused[index] {
-                due = Some(due.map_or(now + PAUSE, |d| d.min(now + PAUSE)));
-            }
-            wake = match (wake, due) {
-                (Some(a), Some(b)) => Some(a.min(b)),
-                (a, b) => a.or(b),
-            };
-        }
-        let timeout = wake.map(|at| at.saturating_duration_since(now));
+        let (wake, mut paused) = next_wake(&reads, &mut held, now);
         let polled = [
             control,
             if paused[0] { -1 } else { reads[0] },
             if paused[1] { -1 } else { reads[1] },
         ];
+        let timeout = wake.map(|at| at.saturating_duration_since(now));
         let [asked_now, _, _] = sys::wait_readable(polled, timeout);
         let (last, sync) = if asked_now {
             asked(control)
@@ -593,83 +572,161 @@ fn drain(mut reads: [RawFd; 2], control: RawFd) {
         };
         // Read everything written so far: at the end, or for a sync.
         let finish = last || sync;
-        let mut total = 0;
-        let mut stalled = [false; 2];
-        loop {
-            let mut more = false;
-            let mut waited = false;
-            let mut empty = [true; 2];
-            for (index, (stream, read)) in STREAMS.iter().zip(reads.iter_mut()).enumerate() {
-                if *read < 0 {
-                    continue;
-                }
-                // At the end, Python (with the GIL free: the thread that
-                // ends the capture waits without it) is still waited for.
-                if finish {
-                    paused[index] = pause(stream, &mut held[index], Instant::now());
-                }
-                if paused[index] {
-                    more |= finish;
-                    waited = true;
-                    empty[index] = false;
-                    continue;
-                }
-                match read_pipe(stream, *read, &mut buffer, ROUND) {
-                    Read::Empty => {}
-                    Read::More => {
-                        more = true;
-                        empty[index] = false;
-                        total += ROUND;
-                    }
-                    // Every writer closed it: nothing more will come.
-                    Read::End => *read = -1,
-                }
-            }
-            let now = Instant::now();
-            for (stream, empty) in STREAMS.iter().zip(empty) {
-                let mut waiting = lock(&stream.waiting);
-                let Waiting { kept, lines, .. } = &mut *waiting;
-                let mut out = |text: &[u8], rest: bool| kept.push_text_from(text, rest);
-                if finish && !more {
-                    lines.flush(&mut out);
-                } else if empty {
-                    // A line is due only once its pipe was read empty: its
-                    // end may be next in the pipe.
-                    lines.flush_due(now, &mut out);
-                }
-            }
-            // An original descriptor that is slow (a terminal, a pipe read
-            // by another process) gets the stall wait per piece, as
-            // pylogsink's own lines do; one that stalls for longer costs
-            // lines (counted in a note) rather than block the writers, since
-            // the pipes are read again in between.
-            // At the end, an original descriptor that found no room once
-            // is not waited for again: the end comes in bounded time.
-            for (stream, stalled) in STREAMS.iter().zip(stalled.iter_mut()) {
-                let wait = if *stalled {
-                    Duration::ZERO
-                } else {
-                    stall_wait()
-                };
-                *stalled |= !pass_on(stream, wait) && finish;
-            }
-            // At the end, everything written before the descriptors were
-            // restored is read, however many rounds it takes.
-            if !(finish && more && total < LAST_READ_MAX) {
-                break;
-            }
-            if waited {
-                std::thread::sleep(PAUSE);
-            }
-        }
+        read_rounds(&mut reads, &mut buffer, &mut held, &mut paused, finish);
         if finish {
-            let mut synced = lock(&SYNCED);
-            *synced += 1;
-            drop(synced);
+            *lock(&SYNCED) += 1;
             SYNC_DONE.notify_all();
         }
         if last {
             return;
+        }
+    }
+}
+
+/// When the drain thread must look again though no pipe has bytes (a line
+/// is due, lines found no room on an original descriptor, a pipe is left
+/// unread for a while), and which pipes it leaves unread for now
+/// ([`pause`]).
+fn next_wake(
+    reads: &[RawFd; 2],
+    held: &mut [Held; 2],
+    now: Instant,
+) -> (Option<Instant>, [bool; 2]) {
+    let soonest = |a: Option<Instant>, b: Instant| Some(a.map_or(b, |a| a.min(b)));
+    let mut wake = None;
+    let mut paused = [false; 2];
+    for (index, (stream, &read)) in STREAMS.iter().zip(reads).enumerate() {
+        if read < 0 && !stream.active.load(Ordering::Relaxed) {
+            continue;
+        }
+        let waiting = lock(&stream.waiting);
+        let mut due = waiting.lines.due();
+        let to_python = stream.to_python.load(Ordering::Relaxed);
+        if !to_python && !waiting.kept.is_empty() {
+            due = soonest(due, now + RETRY);
+        }
+        drop(waiting);
+        paused[index] = pause(stream, &mut held[index], now);
+        if paused[index] {
+            due = soonest(due, now + PAUSE);
+        }
+        if let Some(due) = due {
+            wake = soonest(wake, due);
+        }
+    }
+    (wake, paused)
+}
+
+/// Reads the pipes a round at a time ([`ROUND`] each at most), cuts what
+/// came into lines and passes them on; once, or at the end (`finish`)
+/// until everything written before is read.
+fn read_rounds(
+    reads: &mut [RawFd; 2],
+    buffer: &mut [u8],
+    held: &mut [Held; 2],
+    paused: &mut [bool; 2],
+    finish: bool,
+) {
+    let mut total = 0;
+    let mut stalled = [false; 2];
+    loop {
+        let round = read_round(reads, buffer, held, paused, finish);
+        total += round.read;
+        cut_lines(round.empty, finish && !round.more);
+        // An original descriptor that is slow (a terminal, a pipe read by
+        // another process) gets the stall wait per piece, as pylogsink's
+        // own lines do; one that stalls for longer costs lines (counted in
+        // a note) rather than block the writers, since the pipes are read
+        // again in between. At the end, an original descriptor that found
+        // no room once is not waited for again: the end comes in bounded
+        // time.
+        for (stream, stalled) in STREAMS.iter().zip(stalled.iter_mut()) {
+            let wait = if *stalled {
+                Duration::ZERO
+            } else {
+                stall_wait()
+            };
+            *stalled |= !pass_on(stream, wait) && finish;
+        }
+        // At the end, everything written before the descriptors were
+        // restored is read, however many rounds it takes.
+        if !(finish && round.more && total < LAST_READ_MAX) {
+            return;
+        }
+        if round.waited {
+            std::thread::sleep(PAUSE);
+        }
+    }
+}
+
+/// What one round of [`read_round`] found.
+struct Round {
+    /// Bytes read, counted by rounds that hit the limit.
+    read: usize,
+    /// A pipe may hold more (or waits for Python at the end).
+    more: bool,
+    /// A pipe was left unread, waiting for Python.
+    waited: bool,
+    /// Which pipes were read empty.
+    empty: [bool; 2],
+}
+
+/// Reads each pipe once, up to [`ROUND`] bytes, unless it is left unread
+/// ([`pause`], looked at again at the end: Python, with the GIL free, is
+/// still waited for then). A pipe no writer holds any more is done with.
+fn read_round(
+    reads: &mut [RawFd; 2],
+    buffer: &mut [u8],
+    held: &mut [Held; 2],
+    paused: &mut [bool; 2],
+    finish: bool,
+) -> Round {
+    let mut round = Round {
+        read: 0,
+        more: false,
+        waited: false,
+        empty: [true; 2],
+    };
+    for (index, (stream, read)) in STREAMS.iter().zip(reads.iter_mut()).enumerate() {
+        if *read < 0 {
+            continue;
+        }
+        if finish {
+            paused[index] = pause(stream, &mut held[index], Instant::now());
+        }
+        if paused[index] {
+            round.more |= finish;
+            round.waited = true;
+            round.empty[index] = false;
+            continue;
+        }
+        match read_pipe(stream, *read, buffer, ROUND) {
+            Read::Empty => {}
+            Read::More => {
+                round.more = true;
+                round.empty[index] = false;
+                round.read += ROUND;
+            }
+            // Every writer closed it: nothing more will come.
+            Read::End => *read = -1,
+        }
+    }
+    round
+}
+
+/// Ends the lines that are due in the pipes read empty, or every line
+/// (`all`, at the end): a line is due only once its pipe was read empty,
+/// since its end may be next in the pipe.
+fn cut_lines(empty: [bool; 2], all: bool) {
+    let now = Instant::now();
+    for (stream, empty) in STREAMS.iter().zip(empty) {
+        let mut waiting = lock(&stream.waiting);
+        let Waiting { kept, lines, .. } = &mut *waiting;
+        let mut out = |text: &[u8], rest: bool| kept.push_text_from(text, rest);
+        if all {
+            lines.flush(&mut out);
+        } else if empty {
+            lines.flush_due(now, &mut out);
         }
     }
 }
