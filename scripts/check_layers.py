@@ -13,6 +13,9 @@ finer than `unix` / `windows` (`target_os`, `target_vendor`), so that a
 new platform is a file in sys/. SYSTEM_ALLOWED lists the exceptions, each
 with its reason.
 
+lib.rs declares the modules bottom up, so that a reader meets the layers
+in order; a declaration out of that order fails too.
+
 Usage: scripts/check_layers.py [SRC_DIR]   (default crates/pylogsink/src)
 Prints one line per violation and exits with status 1, or prints a summary.
 """
@@ -143,6 +146,15 @@ def system_uses(text: str) -> list[tuple[str, int]]:
     return [(m.group(), code.count("\n", 0, m.start()) + 1) for m in SYSTEM.finditer(code)]
 
 
+def root_order(text: str) -> list[tuple[str, int]]:
+    """The modules lib.rs declares, each with its line, in their order."""
+    code = NOT_CODE.sub(blank, text)
+    return [
+        (m.group(1), code.count("\n", 0, m.start()) + 1)
+        for m in re.finditer(r"^\s*(?:pub(?:\([^)]*\))?\s+)?mod\s+(\w+)\s*;", code, re.M)
+    ]
+
+
 def resolve(module: Module, inner: Module, path: Module) -> Module | None:
     """The absolute module path of `path` written in `module` (inside its
     inline modules `inner`), or None if it climbs above the crate."""
@@ -229,6 +241,19 @@ def check(src: Path, shown: Path) -> tuple[int, list[str]]:
                 f"{shown / rel}:{line}: {written}: the operating system outside sys/:"
                 " put the call (or the platform's rule) behind a function or constant in sys/"
             )
+    # lib.rs lists the modules bottom up, so that a reader meets the layers
+    # in order.
+    if (src / "lib.rs").is_file():
+        rank = 0
+        for declared, line in root_order((src / "lib.rs").read_text()):
+            layer = LAYERS.get(declared, TOP)
+            if layer < rank:
+                problems.append(
+                    f"{shown / 'lib.rs'}:{line}: mod {declared}: out of order: lib.rs lists the"
+                    f" layers bottom up, and {declared} (layer {layer}) comes after layer {rank}"
+                )
+            rank = max(rank, layer)
+
     # Per folder, the imports between its files: module -> module -> the first.
     edges: dict[str, dict[Module, dict[Module, str]]] = {}
     for module, rel in files.items():

@@ -20,9 +20,9 @@ pytestmark = pytest.mark.skipif(
 
 CLEAN = {
     "lib.rs": """
-        mod builder;
-        mod call;
         mod core;
+        mod call;
+        mod builder;
         pub use crate::builder::Builder;
     """,
     "builder.rs": """
@@ -298,3 +298,10 @@ def test_the_operating_system_in_sys_or_in_words_passes(tmp_path: Path) -> None:
     )
     result = run(src)
     assert result.returncode == 0, result.stdout
+
+
+def test_lib_rs_lists_the_layers_bottom_up(tmp_path: Path) -> None:
+    # lib.rs has four lines already: `mod record;` is on line 5.
+    (line,) = violations(check(tmp_path, lib="mod record;\n// mod dest;\npub mod python;\n"))
+    assert "src/lib.rs:5: mod record: out of order" in line
+    assert "record (layer 1) comes after layer 5" in line

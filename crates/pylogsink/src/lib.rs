@@ -175,17 +175,25 @@
 #![warn(unreachable_pub)]
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
-// The layers, bottom up; each imports only those above it in this list
-// (`make lint` checks it), and none imports its sibling.
-mod builder;
-mod call;
-mod control;
-mod core;
-mod dest;
-mod front;
-pub mod python;
-mod record;
+// The layers, bottom up: each imports only those listed before it, never
+// one of its own rank (`make lint` checks it; docs/architecture.md maps
+// them). A comment between ranks keeps rustfmt from sorting them.
+//
+// 0: the operating system's calls, one file per platform.
 mod sys;
+// 1: the record, its level, fields and text.
+mod record;
+// 2: the settings; where lines wait and the fd-level writes.
+mod control;
+mod dest;
+// 3: each thread's state, the log function's path, the queue, the capture.
+mod core;
+// 4: the front ends (`log`, `tracing`, `emit`) and the Python edge.
+mod call;
+mod front;
+// 5: on top.
+mod builder;
+pub mod python;
 
 pub use builder::{init, Builder, InitError, DEFAULT_ENV};
 pub use call::{call, call_enter, call_exit, error, flush, flush_lines};
