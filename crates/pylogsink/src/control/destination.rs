@@ -5,9 +5,14 @@
 //! `caplog` and `--log-level`. Handing a record to `logging` runs Python
 //! code, so it can only happen where the thread holds the GIL and no
 //! native lock: the return of the outermost call, or a Python thread of
-//! pylogsink's own for records logged outside any call. Until then the record waits, structured, in the
-//! same places text lines wait.
+//! pylogsink's own for records logged outside any call. Until then the
+//! record waits, structured, in the same places text lines wait.
+//!
+//! [`of_record`] is the one place that decides where a record goes; the
+//! front ends' path (`core::emit`) and [`enabled`](crate::enabled) ask it.
+//! A new destination starts here, with a variant of [`Destination`].
 
+use crate::record::Level;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 /// Where records go.
@@ -73,15 +78,43 @@ pub fn destination() -> Destination {
     }
 }
 
-/// Whether records go to `logging`: one load.
+/// Whether the `logging` destination is in force: one load.
 #[inline]
 pub(crate) fn to_logging() -> bool {
     LOGGING.load(Ordering::Relaxed)
 }
 
+/// Where a record of `level` goes now: the one place that decides it.
+/// Fatal lines go to fd 2 as text whatever the destination, so that the
+/// lines that explain a crash never wait for Python.
+#[inline(always)]
+pub(crate) fn of_record(level: Level) -> Destination {
+    of_level(level, destination())
+}
+
+/// [`of_record`], the destination in force being `chosen`.
+#[inline(always)]
+fn of_level(level: Level, chosen: Destination) -> Destination {
+    if level == Level::Fatal {
+        Destination::Stderr
+    } else {
+        chosen
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn every_record_goes_where_chosen_but_fatal_lines_go_to_fd_2() {
+        for chosen in [Destination::Stderr, Destination::Logging] {
+            for level in [Level::Trace, Level::Info, Level::Warn, Level::Error] {
+                assert_eq!(of_level(level, chosen), chosen);
+            }
+            assert_eq!(of_level(Level::Fatal, chosen), Destination::Stderr);
+        }
+    }
 
     #[test]
     fn names_round_trip() {

@@ -19,7 +19,7 @@ pub use destination::{destination, Destination};
 pub use filter::{filter, FilterError, DEFAULT_FILTER};
 pub use stall::{set_stall_wait, stall_wait};
 
-pub(crate) use destination::to_logging;
+pub(crate) use destination::{of_record, to_logging};
 
 use crate::record::Level;
 use log::LevelFilter;
@@ -39,7 +39,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 #[inline]
 pub fn enabled(level: Level, target: &str) -> bool {
     filter::enabled(level, target)
-        && (level == Level::Fatal || !to_logging() || pylevels::may_take(level, target))
+        && (of_record(level) == Destination::Stderr || pylevels::may_take(level, target))
 }
 
 /// Sets the filter at run time, from directives in env_logger's syntax

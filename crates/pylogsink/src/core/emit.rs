@@ -11,7 +11,7 @@ use super::queue::{self, queue_pending, write_direct};
 use super::shared::Shared;
 use super::stats::EMITTED_ELSEWHERE;
 use super::thread::{identity, Joined, ThreadState, THREAD};
-use crate::control::{stall_wait, to_logging};
+use crate::control::{of_record, stall_wait, Destination};
 use crate::dest::fd;
 use crate::dest::pending::{self, PendingRecord};
 use crate::dest::route::{route, Route, Sink};
@@ -41,7 +41,7 @@ pub(crate) fn emit_args(record: &Record<'_>, args: std::fmt::Arguments<'_>) {
             ..*record
         });
     }
-    if (to_logging() && record.level != Level::Fatal) || record.fields.is_some() {
+    if of_record(record.level) == Destination::Logging || record.fields.is_some() {
         // Records for `logging` keep their message apart, and an Error
         // record's fields join the message its exception shows.
         let message = args.to_string();
@@ -56,7 +56,7 @@ pub(crate) fn emit_args(record: &Record<'_>, args: std::fmt::Arguments<'_>) {
 #[inline(always)]
 fn emit_text(record: &Record<'_>, text: Text<'_>) {
     let now = now_since_epoch();
-    if to_logging() && record.level != Level::Fatal {
+    if of_record(record.level) == Destination::Logging {
         return keep_for_logging(record, UNIX_EPOCH + now);
     }
     let level = record.level;
