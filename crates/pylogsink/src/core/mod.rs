@@ -12,7 +12,7 @@
 #[cfg(unix)]
 pub(crate) mod capture;
 #[cfg(windows)]
-#[path = "capture_windows.rs"]
+#[path = "capture/windows.rs"]
 pub(crate) mod capture;
 pub(crate) mod crash;
 pub(crate) mod emit;
