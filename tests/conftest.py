@@ -18,7 +18,7 @@ import sys
 import textwrap
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from types import ModuleType
 from typing import IO, Any, TypeVar
@@ -232,6 +232,25 @@ def build_extension(sources: Path, out: Path) -> Path:
     )
     assert done.returncode == 0, done.stdout + done.stderr
     return out
+
+
+def compile_without_python(tmp_path: Path, source: str, flags: Sequence[str] = ()) -> subprocess.CompletedProcess[str]:
+    """Compiles ``source``, a runtime's own C++ file, as ``runtime.cpp`` in
+    ``tmp_path`` with g++, pylogsink's include directory and ``flags``, and
+    no Python include directory (none from CPATH either)."""
+    import pylogsink
+
+    (tmp_path / "runtime.cpp").write_text(textwrap.dedent(source))
+    env = {k: v for k, v in os.environ.items() if k not in ("CPATH", "CPLUS_INCLUDE_PATH")}
+    return subprocess.run(
+        ["g++", "-std=c++11", "-Wall", "-Wextra", "-Werror", *flags, f"-I{pylogsink.get_include()}"]
+        + ["-c", "runtime.cpp"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+    )
 
 
 def import_built(built: Path, name: str) -> ModuleType:

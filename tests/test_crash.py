@@ -182,15 +182,20 @@ pylogsink.runtime.set_log_destination("logging")
 
 class Slow(logging.Handler):
     # A network handler: 20 ms a record.
+    handled = 0
     def emit(self, record):
         time.sleep(0.02)
         print("D", record.getMessage(), flush=True)
+        Slow.handled += 1
 
 logging.getLogger().addHandler(Slow())
 logging.getLogger().setLevel(logging.INFO)
 
 def crash_soon():
-    time.sleep(0.3)  # the records are being handed over, one by one
+    # Once the records are being handed over, one by one.
+    deadline = time.monotonic() + 20
+    while Slow.handled < 10 and time.monotonic() < deadline:
+        time.sleep(0.005)
     pylogsink.runtime.crash({kind!r})
 
 threading.Thread(target=crash_soon).start()

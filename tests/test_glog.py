@@ -6,20 +6,24 @@ stderr output turned off."""
 from __future__ import annotations
 
 import logging
-import os
 import re
 import signal
 import subprocess
 import sys
-import textwrap
 from collections.abc import Iterator
 from pathlib import Path
 from types import ModuleType
 
 import pytest
 
-import pylogsink
-from conftest import build_extension, import_built, logging_destination, records, require_debian_dev
+from conftest import (
+    build_extension,
+    compile_without_python,
+    import_built,
+    logging_destination,
+    records,
+    require_debian_dev,
+)
 
 require_debian_dev("libglog", "libgoogle-glog-dev")
 
@@ -87,25 +91,15 @@ def test_fatal_is_an_error_line_then_glog_aborts(built: Path, clean_env: dict[st
 
 
 def test_the_sink_header_needs_no_python_header(tmp_path: Path) -> None:
-    (tmp_path / "runtime.cpp").write_text(
-        textwrap.dedent(
-            """
-            #include <pylogsink_glog.hpp>
-            void runtime_start() {
-                static pylogsink::glog_sink sink("my_runtime");
-                google::AddLogSink(&sink);
-                LOG(WARNING) << "started";
-            }
-            """
-        )
-    )
-    env = {k: v for k, v in os.environ.items() if k not in ("CPATH", "CPLUS_INCLUDE_PATH")}
-    done = subprocess.run(
-        ["g++", "-std=c++11", "-Wall", "-Wextra", "-Werror", f"-I{pylogsink.get_include()}", "-c", "runtime.cpp"],
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=120,
+    done = compile_without_python(
+        tmp_path,
+        """
+        #include <pylogsink_glog.hpp>
+        void runtime_start() {
+            static pylogsink::glog_sink sink("my_runtime");
+            google::AddLogSink(&sink);
+            LOG(WARNING) << "started";
+        }
+        """,
     )
     assert done.returncode == 0, done.stderr

@@ -178,7 +178,9 @@ def test_a_native_thread_outside_any_call_follows_a_stream_replaced_while_no_cal
         buf = io.StringIO()
         sys.stderr = buf
         logger = pylogsink.runtime.start_background_logger(100, 0.01)
-        time.sleep(1.5)
+        deadline = time.monotonic() + 20
+        while "background line 99\\n" not in buf.getvalue() and time.monotonic() < deadline:
+            time.sleep(0.01)
         sys.stderr = sys.__stderr__
         logger.join()
         print(repr(buf.getvalue()))
@@ -266,7 +268,7 @@ def test_a_native_thread_started_at_import_reaches_a_replaced_stderr_and_logging
     env.update(PYLOGSINK_TESTEXT_TICKS="100", PYLOGSINK_TESTEXT_DESTINATION=destination)
     done = python(
         """
-        import contextlib, io, json, logging, time
+        import contextlib, io, json, logging, os, time
         import pylogsink_testext as t
         handled = []
         class Keep(logging.Handler):
@@ -278,7 +280,14 @@ def test_a_native_thread_started_at_import_reaches_a_replaced_stderr_and_logging
         with contextlib.redirect_stderr(buf):
             t.log_at("warn", "app", "a call that finds sys.stderr replaced")
             time.sleep(1.0)
-        time.sleep(1.5)  # the ticker is done
+        # The ticker is done (its 100 ticks and the call's line counted),
+        # and with `logging` its last tick handled.
+        to_logging = os.environ["PYLOGSINK_TESTEXT_DESTINATION"] == "logging"
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline and (
+            t.log_stats()["warn"] < 101 or to_logging and "tick 99" not in handled
+        ):
+            time.sleep(0.01)
         t.log_at("warn", "app", "a last call")
         print(json.dumps([buf.getvalue(), handled]))
         """,
@@ -323,7 +332,9 @@ def test_a_native_thread_follows_redirect_stderr_with_no_call_made(force_color: 
         buf = io.StringIO()
         with contextlib.redirect_stderr(buf):
             pylogsink.runtime.start_background_logger(10, 0.02).join()
-            time.sleep(0.2)
+            deadline = time.monotonic() + 20
+            while "background line 9\\n" not in buf.getvalue() and time.monotonic() < deadline:
+                time.sleep(0.01)
         print(json.dumps([buf.getvalue(), pylogsink.runtime.stderr_check()]))
         """,
         env=env,
@@ -349,7 +360,9 @@ def test_a_burst_outside_any_call_follows_a_stream_replaced_with_no_call() -> No
         buf = io.StringIO()
         sys.stderr = buf
         pylogsink.runtime.start_background_logger(10, 0).join()
-        time.sleep(0.3)
+        deadline = time.monotonic() + 20
+        while "background line 9\\n" not in buf.getvalue() and time.monotonic() < deadline:
+            time.sleep(0.01)
         sys.stderr = sys.__stderr__
         print(json.dumps([buf.getvalue(), pylogsink.runtime.stderr_check()]))
         """,

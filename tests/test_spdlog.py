@@ -6,7 +6,6 @@ spdlog's async logger."""
 
 from __future__ import annotations
 
-import os
 import re
 import subprocess
 import sys
@@ -18,8 +17,7 @@ from types import ModuleType
 
 import pytest
 
-import pylogsink
-from conftest import build_extension, import_built, records, require_debian_dev
+from conftest import build_extension, compile_without_python, import_built, records, require_debian_dev
 
 require_debian_dev("spdlog", "libspdlog-dev")
 
@@ -165,29 +163,19 @@ def test_the_async_loggers_lines_reach_capsys_with_no_call(rt: ModuleType, capsy
 def test_the_sink_header_needs_no_python_header(tmp_path: Path) -> None:
     # A runtime's own files, which know nothing of Python, include it.
     cflags = subprocess.run(["pkg-config", "--cflags", "spdlog"], capture_output=True, text=True, check=True)
-    (tmp_path / "runtime.cpp").write_text(
-        textwrap.dedent(
-            """
-            #include <pylogsink_spdlog.hpp>
-            #include <spdlog/spdlog.h>
-            #include <memory>
-            void runtime_log() {
-                auto logger = std::make_shared<spdlog::logger>("rt", std::make_shared<pylogsink::spdlog_sink_mt>());
-                auto other = std::make_shared<spdlog::logger>("rt", std::make_shared<pylogsink::spdlog_sink_st>());
-                SPDLOG_LOGGER_WARN(logger, "{} and {}", 1, 2);
-                other->critical("done");
-            }
-            """
-        )
-    )
-    env = {k: v for k, v in os.environ.items() if k not in ("CPATH", "CPLUS_INCLUDE_PATH")}
-    done = subprocess.run(
-        ["g++", "-std=c++11", "-Wall", "-Wextra", "-Werror", *cflags.stdout.split(), f"-I{pylogsink.get_include()}"]
-        + ["-c", "runtime.cpp"],
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=120,
+    done = compile_without_python(
+        tmp_path,
+        """
+        #include <pylogsink_spdlog.hpp>
+        #include <spdlog/spdlog.h>
+        #include <memory>
+        void runtime_log() {
+            auto logger = std::make_shared<spdlog::logger>("rt", std::make_shared<pylogsink::spdlog_sink_mt>());
+            auto other = std::make_shared<spdlog::logger>("rt", std::make_shared<pylogsink::spdlog_sink_st>());
+            SPDLOG_LOGGER_WARN(logger, "{} and {}", 1, 2);
+            other->critical("done");
+        }
+        """,
+        cflags.stdout.split(),
     )
     assert done.returncode == 0, done.stderr

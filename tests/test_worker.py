@@ -169,7 +169,10 @@ def test_a_worker_that_outlives_its_call_logs_as_outside_any_call(joined_inside:
             late = pylogsink.runtime.outlive_call(3, {0.2 if joined_inside else 1.0})
             if {joined_inside}:
                 late.join()
-                time.sleep(0.5)  # pylogsink's thread writes them within 50 ms
+                # pylogsink's thread writes them a moment later.
+                deadline = time.monotonic() + 20
+                while "late line 2\\n" not in buf.getvalue() and time.monotonic() < deadline:
+                    time.sleep(0.01)
         late.join()
         print(repr(buf.getvalue()))
         """,
