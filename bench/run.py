@@ -17,13 +17,9 @@ with --gate, if a figure is more than 1.5x worse than its baseline twice
 (bench/gate.py; --write-baseline sets bench/baseline.json).
 
 Each measurement runs in a child process whose fd 2 is set up for it (this
-same file with --child), so the destination is real and one run's state
-cannot leak into the next. The parent collects each child's JSON from its
-stdout; where fd 2 is a pipe, the parent drains it (a native reader that
-reads in batches, so that it is never the bottleneck, see `drain`). Rivals are timed in the same child, interleaved (A B, then B A, ...
-over several rounds), and a ratio is the median of the per-round ratios,
-so drift on a noisy 2-core machine hits both sides alike. Figures in ns
-are medians over rounds, with the minimum where noise matters most.
+same file with --child; bench/children.py), and rivals are timed in the
+same child, interleaved, a ratio being the median of per-round ratios
+(bench/figures.py).
 
 Why each measurement exists:
 
@@ -228,9 +224,11 @@ import threading
 import time
 
 import gate
+from children import FD2S, HERE, RESULTS, child_main, each_fd2, run_child
+from children import whole as pipe_whole
+from figures import interleaved, median_ratio, pick, reset_fd2
+from records import TARGET, line_formatter, line_message, logging_setup
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-RESULTS = os.path.join(HERE, "results")
 # The figures of a quick run that --gate compares with (bench/gate.py).
 BASELINE = os.path.join(HERE, "baseline.json")
 KEPT_CAP = 4 << 20  # the default budget of lines
@@ -262,32 +260,11 @@ BUDGET = {
 # Where bench/build.sh builds the C library test extensions.
 C_LIBRARIES = os.path.join(HERE, "target", "c_libraries")
 NOISE_VIDEO = os.path.join(HERE, "..", "tests", "scripts", "noise_video.py")
-TARGET = "myruntime::backend"
 PER_TARGET_FILTER = "info,myruntime::noisy=off"
 # 1,000 targets, the most a filter may name: 999 beside the one of PER_TARGET_FILTER.
 BIG_FILTER = "info," + ",".join(f"myruntime::part{i}=warn" for i in range(999)) + ",myruntime::noisy=off"
 
 # ---------------------------------------------------------------- child side
-
-
-def reset_fd2():
-    """Empties fd 2 if it is a regular file, so files stay small."""
-    if stat.S_ISREG(os.fstat(2).st_mode):
-        sys.stderr.flush()
-        os.ftruncate(2, 0)
-        os.lseek(2, 0, os.SEEK_SET)
-
-
-def interleaved(rounds, runs):
-    """Runs each of `runs` (name -> function returning a figure) once per
-    round, in an order that turns around every round."""
-    figures = {name: [] for name in runs}
-    names = list(runs)
-    for r in range(rounds):
-        for name in names if r % 2 == 0 else names[::-1]:
-            reset_fd2()
-            figures[name].append(runs[name]())
-    return figures
 
 
 def child_direct(p, b):
@@ -456,44 +433,17 @@ def child_overhead(p, b):
 VERSIONED_PYTHON = os.path.join(HERE, "..", ".venv-versioned", "bin", "python")
 
 
-def run_overhead_child(params, python):
-    """run_child's "null" case, in the interpreter `python`."""
-    cmd = [python, os.path.abspath(__file__), "--child", json.dumps(params)]
-    with open(os.devnull, "wb") as err:
-        out = subprocess.run(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=err, timeout=900).stdout
-    result = json.loads(out or b'{"error": "no output"}')
-    if "error" in result:
-        raise RuntimeError(f"child {params['task']} ({python}) failed:\n{result['error']}")
-    return result
-
-
 def overhead_rows(p):
     """The call overhead of each build: the version-specific one (if
     bench/build.sh made it), then the abi3 one this interpreter runs."""
     rows = []
     if os.access(VERSIONED_PYTHON, os.X_OK):
-        rows.append(run_overhead_child({"task": "overhead", **p}, VERSIONED_PYTHON))
+        rows.append(run_child({"task": "overhead", **p}, "null", python=VERSIONED_PYTHON))
     rows.append(run_child({"task": "overhead", **p}, "null"))
     for o in rows:
         o["ratio_min"] = min(o["call"]) / min(o["noop"])
         o["ratio_median"] = median_ratio(o["call"], o["noop"])
     return rows
-
-
-def line_message(b, size):
-    """The message of a `size`-byte pylogsink line."""
-    return b.record_bytes(size).decode().split("] ", 1)[1].rstrip("\n")
-
-
-def line_formatter():
-    """A logging.Formatter that gives a record the fields of a pylogsink
-    line, in the same order."""
-    fmt = logging.Formatter(
-        "[%(asctime)s.%(msecs)03d000Z %(levelname)-5s %(name)s %(filename)s:%(lineno)d] %(message)s",
-        "%Y-%m-%dT%H:%M:%S",
-    )
-    fmt.converter = time.gmtime
-    return fmt
 
 
 def child_sinks(p, b):
@@ -546,33 +496,6 @@ def child_filter(p, b):
         run(name, 1000)
     figures = interleaved(p["rounds"], {name: lambda name=name: run(name) for name in cases})
     return {"ns_per_record": figures, "n": p["n"], "dropped_n": p["dropped_n"]}
-
-
-class CountingHandler(logging.StreamHandler):
-    """A StreamHandler that counts the records it writes, so that a run can
-    check that every record arrived."""
-
-    count = 0
-
-    def emit(self, record):
-        self.count += 1
-        super().emit(record)
-
-
-def logging_setup(b, root_level, target_level):
-    """Python's `logging` as (10) has it: a CountingHandler on /dev/null
-    with the line formatter on the root logger at `root_level`, the logger
-    of the benchmark's target at `target_level`, and pylogsink's `logging`
-    destination. Returns the handler and the logger."""
-    handler = CountingHandler(open(os.devnull, "w"))
-    handler.setFormatter(line_formatter())
-    root = logging.getLogger()
-    root.handlers[:] = [handler]
-    root.setLevel(root_level)
-    logger = logging.getLogger(TARGET.replace("::", "."))
-    logger.setLevel(target_level)
-    b.set_destination("logging")
-    return handler, logger
 
 
 def child_logging_delivered(p, b):
@@ -1156,84 +1079,7 @@ def child_next_statement(rt, Count):
     return rows
 
 
-def child_main(params):
-    try:
-        import pylogsink_bench as b
-
-        assert sys.stderr is sys.__stderr__
-        result = globals()["child_" + params["task"]](params, b)
-    except BaseException as e:  # the parent shows it
-        import traceback
-
-        result = {"error": "".join(traceback.format_exception(e))}
-    sys.stdout.write(json.dumps(result))
-
-
 # --------------------------------------------------------------- parent side
-
-
-def run_child(params, fd2, check_len=None, wrap=()):
-    """Runs one measurement in a child whose fd 2 is `fd2`: "null", "file",
-    "pipe" (drained, and checked when `check_len` is set, by this process)
-    or "pty" (a pseudo-terminal in raw mode, read by this process). Returns
-    the child's JSON, with "drained" for a pipe."""
-    import pylogsink_bench as b
-
-    cmd = [*wrap, sys.executable, os.path.abspath(__file__), "--child", json.dumps(params)]
-    drained = {}
-    if fd2 == "pty":
-        import tty
-
-        master, slave = os.openpty()
-        tty.setraw(slave)  # no newline translation: the bytes as written
-        # The same bytes as elsewhere: no colour on the terminal.
-        env = {**os.environ, "NO_COLOR": "1"}
-        proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=slave, env=env)
-        os.close(slave)
-
-        def read_all():
-            total = 0
-            while True:
-                try:
-                    chunk = os.read(master, 1 << 16)
-                except OSError:  # EIO: the child closed its end
-                    break
-                if not chunk:
-                    break
-                total += len(chunk)
-            drained["pty_bytes"] = total
-
-        reader = threading.Thread(target=read_all)
-        reader.start()
-        out = proc.stdout.read()
-        proc.wait()
-        reader.join()
-        os.close(master)
-    elif fd2 == "pipe":
-        proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-        reader = threading.Thread(target=lambda: drained.update(d=b.drain(proc.stderr.fileno(), check_len)))
-        reader.start()
-        out = proc.stdout.read()
-        proc.wait()
-        reader.join()
-        proc.stderr.close()
-    if fd2 not in ("pipe", "pty"):
-        path = os.devnull if fd2 == "null" else os.path.join(RESULTS, "fd2.tmp")
-        with open(path, "wb") as err:
-            out = subprocess.run(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=err, timeout=900).stdout
-        if fd2 == "file":
-            os.unlink(path)
-    result = json.loads(out or b'{"error": "no output"}')
-    if "error" in result:
-        raise RuntimeError(f"child {params['task']} failed:\n{result['error']}")
-    if "d" in drained:
-        d = drained["d"]
-        result["drained"] = {k: getattr(d, k) for k in ("bytes", "lines", "bad", "out_of_order", "per_thread")}
-    return result
-
-
-def median_ratio(a, b):
-    return statistics.median(x / y for x, y in zip(a, b))
 
 
 def machine():
@@ -1256,6 +1102,28 @@ def machine():
     }
 
 
+# What a child may run, by the task its parameters name.
+TASKS = {
+    "direct": child_direct,
+    "writer": child_writer,
+    "tracing": child_tracing,
+    "peers": child_peers,
+    "kept": child_kept,
+    "overhead": child_overhead,
+    "sinks": child_sinks,
+    "threads": child_threads,
+    "memory": child_memory,
+    "filter": child_filter,
+    "logging_delivered": child_logging_delivered,
+    "logging_disabled": child_logging_disabled,
+    "live": child_live,
+    "gil_busy": child_gil_busy,
+    "capture": child_capture,
+    "ffmpeg": child_ffmpeg,
+    "delivered": child_delivered,
+    "pyav": child_pyav,
+    "instructions": child_instructions,
+}
 # The measurements, by the key of their figures, for --only.
 SECTIONS = (
     "direct", "writer", "tracing", "peers", "kept", "overhead", "sinks", "threads", "memory", "filter", "logging", "live",
@@ -1284,10 +1152,6 @@ def import_ms(rounds):
     return {name: statistics.median(v) for name, v in ms.items()}
 
 
-def pick(budget, quick):
-    return {k: (v[0] if quick else v[1]) if isinstance(v, tuple) else v for k, v in budget.items()}
-
-
 def measure(quick, say, only=None):
     """Runs every measurement, or those named in `only` (the keys of the
     figures: "direct", "logging", ...); returns (figures, targets)."""
@@ -1307,17 +1171,10 @@ def measure(quick, say, only=None):
 
     if want("direct"):
         say("direct lines against bare write(2)")
-        p = pick(BUDGET["direct"], quick)
-        fig["direct"] = {}
-        for fd2 in ("null", "file", "pipe"):
-            r = run_child({"task": "direct", "fd2": fd2, **p}, fd2)
-            if fd2 == "pipe":
-                r["whole"] = r["drained"]["lines"] == r["lines"] and r["drained"]["bad"] == 0
-            for size, f in r["ns_per_line"].items():
-                ratio = median_ratio(f["direct"], f["bare"])
-                r[f"ratio_{size}"] = ratio
-                target(f"direct / bare write, {size} B, {fd2}", ratio, "<=", 1.5, "x")
-            fig["direct"][fd2] = r
+        fig["direct"] = each_fd2("direct", pick(BUDGET["direct"], quick), "direct", "bare")
+        for fd2, r in fig["direct"].items():
+            for size in r["ns_per_line"]:
+                target(f"direct / bare write, {size} B, {fd2}", r[f"ratio_{size}"], "<=", 1.5, "x")
 
     if want("writer") and not quick:
         say("the writer-thread question: a direct line against a hand-off to a writer thread")
@@ -1326,33 +1183,26 @@ def measure(quick, say, only=None):
 
     if want("tracing"):
         say("tracing events: pylogsink's layer against tracing-subscriber's fmt")
-        p = pick(BUDGET["tracing"], quick)
-        fig["tracing"] = {}
-        for fd2 in ("null", "file", "pipe"):
-            r = run_child({"task": "tracing", **p}, fd2)
-            if fd2 == "pipe":
-                r["whole"] = r["drained"]["lines"] == r["lines"] and r["drained"]["bad"] == 0
-            for size, f in r["ns_per_line"].items():
-                ratio = median_ratio(f["pylogsink"], f["fmt"])
-                r[f"ratio_{size}"] = ratio
-                target(f"tracing event, pylogsink / fmt, {size} B, {fd2}", ratio, "<=", 0.5, "x")
-            fig["tracing"][fd2] = r
+        fig["tracing"] = each_fd2("tracing", pick(BUDGET["tracing"], quick), "pylogsink", "fmt")
+        for fd2, r in fig["tracing"].items():
+            for size in r["ns_per_line"]:
+                target(f"tracing event, pylogsink / fmt, {size} B, {fd2}", r[f"ratio_{size}"], "<=", 0.5, "x")
 
     if want("peers"):
         say("log::error! lines: pylogsink against env_logger, tracing fmt and a bare write(2)")
         p = pick(BUDGET["peers"], quick)
         fig["peers"] = {}
-        for fd2 in ("null", "file", "pipe"):
-            rounds, whole = [], True
+        for fd2 in FD2S:
+            rounds, all_whole = [], True
             for r in range(p["rounds"]):
                 got = {}
                 for which in PEERS if r % 2 == 0 else PEERS[::-1]:
                     c = run_child({"task": "peers", "which": which, "n": p["n"]}, fd2)
                     if fd2 == "pipe":
-                        whole &= c["drained"]["lines"] == c["lines"] and c["drained"]["bad"] == 0
+                        all_whole &= pipe_whole(c)
                     got[which] = c["figures"]
                 rounds.append(got)
-            r = {"ns_per_line": {}, "bytes_per_line": {}, "whole": whole}
+            r = {"ns_per_line": {}, "bytes_per_line": {}, "whole": all_whole}
             for size in rounds[0]["bare"]:
                 ns = {w: [x[w][size]["ns_per_line"] for x in rounds] for w in PEERS}
                 r["ns_per_line"][size] = ns
@@ -2021,7 +1871,7 @@ def plot(m, fig, targets, path):
 
 def main():
     if "--child" in sys.argv:
-        return child_main(json.loads(sys.argv[sys.argv.index("--child") + 1]))
+        return child_main(json.loads(sys.argv[sys.argv.index("--child") + 1]), TASKS)
     quick = "--quick" in sys.argv
     only = None
     if "--only" in sys.argv:
