@@ -3,7 +3,8 @@
 Rivals are timed in the same child, interleaved (A B, then B A, ... over
 several rounds), and a ratio is the median of the per-round ratios, so
 drift on a noisy 2-core machine hits both sides alike. Figures in ns are
-medians over rounds, with the minimum where noise matters most.
+medians over rounds, with the minimum where noise matters most. Each
+figure with a target becomes a row of the Targets table (`target`).
 """
 
 from __future__ import annotations
@@ -40,8 +41,19 @@ def median_ratio(a: Iterable[float], b: Iterable[float]) -> float:
     return statistics.median(x / y for x, y in zip(a, b))
 
 
+def medians(rounds: dict[str, list]) -> dict[str, float]:
+    """Each contender's median over its rounds."""
+    return {name: statistics.median(v) for name, v in rounds.items()}
+
+
 def pick(budget: dict, quick: bool) -> dict:
     """A section's work for this run: of each (quick, full) pair, the one
     the run asks for; other values are the same for both."""
     return {k: (v[0] if quick else v[1]) if isinstance(v, tuple) else v for k, v in budget.items()}
 
+
+def target(name: str, value: float, op: str, limit: float, unit: str = "") -> dict:
+    """A row of the Targets table: `value` against `limit`, a maximum
+    ("<=") or a minimum (">="), and whether it is met."""
+    met = value <= limit if op == "<=" else value >= limit
+    return {"name": name, "value": value, "op": op, "limit": limit, "unit": unit, "met": met}
