@@ -5,7 +5,7 @@
 //! is the deadlock pylogsink exists to avoid: one thread holds the GIL and
 //! waits for a native lock, another holds the lock and waits for the GIL
 //! to log. Here the log function only keeps the record
-//! ([`crate::pending`]); records are handed to `logging` where the thread
+//! ([`crate::dest::pending`]); records are handed to `logging` where the thread
 //! holds the GIL and no native lock:
 //!
 //! - by a daemon Python thread of pylogsink's own, woken when records
@@ -18,7 +18,7 @@
 //!   ([`super::daemon::hand_over`]);
 //! - at exit, before `logging.shutdown` runs.
 //!
-//! Python's logger levels filter on the native side too ([`crate::pylevels`]),
+//! Python's logger levels filter on the native side too ([`crate::control::pylevels`]),
 //! and `logging` itself tells when they change.
 
 use super::at_fork;
@@ -110,8 +110,12 @@ impl Names {
     }
 }
 
+/// The Python objects the delivery needs, made once with the GIL held.
 static STATE: OnceLock<State> = OnceLock::new();
+/// Set once, at exit: pylogsink's Python thread ends its delivery.
 static STOP: AtomicBool = AtomicBool::new(false);
+/// The prefix of every logger name: set by [`set_prefix`], read at each
+/// logger's first record.
 static PREFIX: Mutex<String> = Mutex::new(String::new());
 
 /// The logger a record of `target` goes to: `::` becomes `.`, after the

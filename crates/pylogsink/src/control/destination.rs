@@ -59,6 +59,8 @@ impl Destination {
     }
 }
 
+/// The destination in force: set by [`store`] (from `set_destination` and
+/// the builder, which then call `changed`), read on every record.
 static LOGGING: AtomicBool = AtomicBool::new(false);
 
 /// Records where records go. It takes effect at

@@ -36,6 +36,8 @@ type Targets = HashMap<Box<str>, i32>;
 
 /// The lowest level number each known target's logger takes.
 static TARGETS: Mutex<Option<Arc<Targets>>> = Mutex::new(None);
+/// Bumped at each change of [`TARGETS`]: each thread's copy is current
+/// while its generation is this one.
 static GENERATION: AtomicU64 = AtomicU64::new(0);
 
 thread_local! {

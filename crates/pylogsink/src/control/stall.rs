@@ -8,6 +8,8 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
+/// The stall wait in microseconds: set by [`set_stall_wait`], read by every
+/// write that may find no room.
 static STALL_WAIT_MICROS: AtomicU64 = AtomicU64::new(100_000);
 
 /// How long a line waits for room on fd 2 before it is kept or queued.

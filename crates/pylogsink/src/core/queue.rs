@@ -87,7 +87,11 @@ pub(crate) fn write_direct(
     }
 }
 
+/// Lines that found fd 2 without room outside any call: pushed by the
+/// threads that logged them, written first at the next chance (the next
+/// direct line, a call's return, the exit).
 static QUEUE: Mutex<Kept> = Mutex::new(Kept::budgeted());
+/// Whether [`QUEUE`] holds lines: one load for a writer that checks.
 static QUEUE_PENDING: AtomicBool = AtomicBool::new(false);
 
 fn queue() -> MutexGuard<'static, Kept> {
@@ -150,6 +154,7 @@ pub(crate) fn hold_for_fork() -> HeldForFork {
 /// test's capture, a notebook's cell), for pylogsink's Python thread to
 /// write to it: its newest lines within the budget.
 static FOR_STREAM: Mutex<Kept> = Mutex::new(Kept::budgeted());
+/// Whether [`FOR_STREAM`] holds lines: one load for whoever checks.
 static FOR_STREAM_PENDING: AtomicBool = AtomicBool::new(false);
 
 /// Whether `sys.stderr` was replaced when Python was last asked: at an

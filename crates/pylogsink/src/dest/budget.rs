@@ -43,6 +43,8 @@ pub(crate) const DEFAULT: Budget = Budget {
 /// out every line.
 pub(crate) const MIN_BYTES: usize = 1024;
 
+/// The budget in force, part by part: set by the builder, read wherever
+/// lines or records are kept.
 static LINES: AtomicUsize = AtomicUsize::new(DEFAULT.lines);
 static RECORDS: AtomicUsize = AtomicUsize::new(DEFAULT.records);
 static RECORD_BYTES: AtomicUsize = AtomicUsize::new(DEFAULT.record_bytes);

@@ -9,6 +9,8 @@
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
+/// Lines dropped so far, process-wide: added to by whoever drops one, read
+/// for the stats.
 static DROPPED: AtomicU64 = AtomicU64::new(0);
 
 /// Counts `n` lines or records that just left a full buffer. An atomic

@@ -17,6 +17,8 @@ use std::sync::{Arc, Mutex};
 /// text over.
 type Flight = Mutex<Option<Vec<u8>>>;
 
+/// Every write through Python under way: registered by the writer, taken
+/// over by the exit.
 static FLIGHTS: Mutex<Vec<Arc<Flight>>> = Mutex::new(Vec::new());
 
 /// A write in flight until [`InFlight::landed`] or drop.

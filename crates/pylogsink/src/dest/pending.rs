@@ -319,13 +319,13 @@ impl Pending {
 /// The process-wide queue of records logged for `logging` outside any call,
 /// which pylogsink's Python thread and the next call's return deliver.
 ///
-/// Whoever delivers it waits in [`wait`]; a record pushed or put back
+/// Whoever delivers it waits in [`queue::wait`]; a record pushed or put back
 /// wakes it, without blocking the thread that logs.
 ///
 /// A Fatal line writes what waits here to fd 2 as text, since an abort
 /// follows. So that no record is lost between a delivery that took it and
-/// the abort, a [`Fatal`] line stops new deliveries and waits (at most the
-/// stall wait) for the one under way, and a [`Delivery`] holds its records
+/// the abort, a Fatal line stops new deliveries and waits (at most the
+/// stall wait) for the one under way, and a [`queue::Delivery`] holds its records
 /// until they have been handed over.
 pub(crate) mod queue {
     use super::{Batch, Pending, PendingRecord};

@@ -228,6 +228,7 @@ pub(super) fn asked(control: RawFd) -> (bool, bool) {
 /// asked (a sync, or the end of a capture).
 pub(super) static SYNCED: Mutex<u64> = Mutex::new(0);
 
+/// Wakes the threads in [`sync`] when [`SYNCED`] moves.
 pub(super) static SYNC_DONE: Condvar = Condvar::new();
 
 /// Waits (at most 1 s) until the drain thread has read everything written

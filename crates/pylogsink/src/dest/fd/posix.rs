@@ -278,6 +278,8 @@ struct Twin {
     fd: OwnedFd,
 }
 
+/// The twin of the descriptor written last that needed one: made and used
+/// by writers under the lock, held across a fork.
 static TWIN: Mutex<Option<Twin>> = Mutex::new(None);
 
 fn write_through_twin(fd: RawFd, st: &FileStatus, piece: &[u8]) -> Result<usize, Blocked> {
