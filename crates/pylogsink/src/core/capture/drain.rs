@@ -17,20 +17,20 @@ use std::time::{Duration, Instant};
 
 /// How long the drain thread waits before it tries again to write lines
 /// that found no room on an original descriptor.
-pub(super) const RETRY: Duration = Duration::from_millis(10);
+const RETRY: Duration = Duration::from_millis(10);
 
 /// How often the drain thread looks whether Python took the lines of a
 /// pipe it leaves unread ([`hold_reading`]).
-pub(super) const PAUSE: Duration = Duration::from_millis(2);
+const PAUSE: Duration = Duration::from_millis(2);
 
 /// The most the drain thread reads from a pipe before it passes the
 /// lines on: a quarter of the budget, so that an original descriptor that
 /// keeps up never costs a line.
-pub(super) const ROUND: usize = BUDGET / 4;
+const ROUND: usize = BUDGET / 4;
 
 /// The most the drain thread reads at the end of a capture: a child
 /// process that inherited the pipe may go on writing to it.
-pub(super) const LAST_READ_MAX: usize = 16 * 1024 * 1024;
+const LAST_READ_MAX: usize = 16 * 1024 * 1024;
 
 /// The drain thread: reads the pipes whenever they hold bytes, cuts them
 /// into lines, and passes them on; ends when the control pipe says so,
@@ -70,7 +70,7 @@ pub(super) fn drain(mut reads: [RawFd; 2], control: RawFd) {
 /// is due, lines found no room on an original descriptor, a pipe is left
 /// unread for a while), and which pipes it leaves unread for now
 /// ([`pause`]).
-pub(super) fn next_wake(
+fn next_wake(
     reads: &[RawFd; 2],
     held: &mut [Held; 2],
     now: Instant,
@@ -103,7 +103,7 @@ pub(super) fn next_wake(
 /// Reads the pipes a round at a time ([`ROUND`] each at most), cuts what
 /// came into lines and passes them on; once, or at the end (`finish`)
 /// until everything written before is read.
-pub(super) fn read_rounds(
+fn read_rounds(
     reads: &mut [RawFd; 2],
     buffer: &mut [u8],
     held: &mut [Held; 2],
@@ -143,21 +143,21 @@ pub(super) fn read_rounds(
 }
 
 /// What one round of [`read_round`] found.
-pub(super) struct Round {
+struct Round {
     /// Bytes read, counted by rounds that hit the limit.
-    pub(super) read: usize,
+    read: usize,
     /// A pipe may hold more (or waits for Python at the end).
-    pub(super) more: bool,
+    more: bool,
     /// A pipe was left unread, waiting for Python.
-    pub(super) waited: bool,
+    waited: bool,
     /// Which pipes were read empty.
-    pub(super) empty: [bool; 2],
+    empty: [bool; 2],
 }
 
 /// Reads each pipe once, up to [`ROUND`] bytes, unless it is left unread
 /// ([`pause`], looked at again at the end: Python, with the GIL free, is
 /// still waited for then). A pipe no writer holds any more is done with.
-pub(super) fn read_round(
+fn read_round(
     reads: &mut [RawFd; 2],
     buffer: &mut [u8],
     held: &mut [Held; 2],
@@ -200,7 +200,7 @@ pub(super) fn read_round(
 /// Ends the lines that are due in the pipes read empty, or every line
 /// (`all`, at the end): a line is due only once its pipe was read empty,
 /// since its end may be next in the pipe.
-pub(super) fn cut_lines(empty: [bool; 2], all: bool) {
+fn cut_lines(empty: [bool; 2], all: bool) {
     let now = Instant::now();
     for (stream, empty) in STREAMS.iter().zip(empty) {
         let mut waiting = lock(&stream.waiting);
@@ -216,7 +216,7 @@ pub(super) fn cut_lines(empty: [bool; 2], all: bool) {
 
 /// What the control pipe asks: (end, sync). An end that comes with a sync
 /// answers both.
-pub(super) fn asked(control: RawFd) -> (bool, bool) {
+fn asked(control: RawFd) -> (bool, bool) {
     let mut asks = [0u8; 64];
     // `control` is the non-blocking read end of the control pipe.
     let n = sys::read(control, &mut asks).unwrap_or(0);
@@ -226,10 +226,10 @@ pub(super) fn asked(control: RawFd) -> (bool, bool) {
 
 /// How many times the drain thread read everything written before it was
 /// asked (a sync, or the end of a capture).
-pub(super) static SYNCED: Mutex<u64> = Mutex::new(0);
+static SYNCED: Mutex<u64> = Mutex::new(0);
 
 /// Wakes the threads in [`sync`] when [`SYNCED`] moves.
-pub(super) static SYNC_DONE: Condvar = Condvar::new();
+static SYNC_DONE: Condvar = Condvar::new();
 
 /// Waits (at most 1 s) until the drain thread has read everything written
 /// to the captured descriptors so far (C stdio flushed first) and passed
@@ -262,7 +262,7 @@ pub(crate) fn sync() {
 
 /// Whether to leave `stream`'s pipe unread for now: its lines fill the
 /// budget and their route does not take them ([`hold_reading`]).
-pub(super) fn pause(stream: &Stream, held: &mut Held, now: Instant) -> bool {
+fn pause(stream: &Stream, held: &mut Held, now: Instant) -> bool {
     let waiting = lock(&stream.waiting);
     let full = waiting.kept.len_bytes() + ROUND + PARTIAL_MAX > BUDGET;
     // Python writes lines it took (`handed`): it is taking.

@@ -135,7 +135,7 @@ pub(super) fn linger(read: RawFd, saved: RawFd) {
 
 /// Writes all of `text` to `fd`, waiting for room as long as it takes
 /// (what `fd` refuses for good is dropped).
-pub(super) fn forward(fd: RawFd, text: &[u8]) {
+fn forward(fd: RawFd, text: &[u8]) {
     let mut done = 0;
     while done < text.len() {
         done += fd::write_with_room(fd, &text[done..], Duration::from_secs(1));
