@@ -108,10 +108,14 @@ def test_a_python_that_takes_nothing_costs_the_thread_the_patience_once_and_line
     # On CPython 3.11 (no watcher on sys.__dict__), lines logged while the
     # call held the GIL may find their look at sys.stderr unanswered and go
     # to fd 2: delivered all the same.
+    # Where the burst came before the look, it went there whole, and the
+    # budget never filled: nothing to leave out, nothing lost.
     on_fd2 = done.stderr.count("background line")
     got["on_fd2"] = on_fd2
     assert got["joined"] < 0.5, got
-    assert got["left_out"] > 0 and got["noted"] == got["left_out"], got
+    unanswered = sys.version_info < (3, 12) and on_fd2 > 0
+    assert got["left_out"] > 0 or unanswered, got
+    assert got["noted"] == got["left_out"], got
     assert got["lines"] + on_fd2 + got["noted"] == 20_000, got
 
 
