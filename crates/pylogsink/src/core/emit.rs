@@ -29,6 +29,14 @@ pub(crate) fn emit_record(record: &Record<'_>) {
     emit_text(record, Text::Bytes(record.message));
 }
 
+/// [`emit_record`] made part of its caller: for [`crate::emit`], the entry
+/// of every record given as bytes, so that the filter, the routing and the
+/// write are one function with no call between them.
+#[inline(always)]
+pub(crate) fn emit_record_inline(record: &Record<'_>) {
+    emit_text(record, Text::Bytes(record.message));
+}
+
 /// Routes one record that the filter let through, whose message is
 /// `args` (`record.message` is not read): the `log` front end's way in,
 /// which formats the message straight into the line.

@@ -1,7 +1,7 @@
 //! [`emit`]: the entry for code that does not use `log` or `tracing`.
 
 use crate::control::enabled;
-use crate::core::emit::emit_record;
+use crate::core::emit::emit_record_inline;
 use crate::record::{Level, Record};
 
 /// Logs one record from `target` (a module path such as `ureq::stream`, or
@@ -19,7 +19,7 @@ use crate::record::{Level, Record};
 /// ```
 pub fn emit(level: Level, target: &str, file: &str, line: u32, message: &[u8]) {
     if enabled(level, target) {
-        emit_record(&Record {
+        emit_record_inline(&Record {
             level,
             target,
             file,

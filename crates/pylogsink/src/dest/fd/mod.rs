@@ -114,6 +114,16 @@ pub(crate) fn next_piece_within(text: &[u8], most: usize) -> usize {
 /// because `fd` failed); the rest found no room.
 #[inline(always)]
 pub(crate) fn write_with_room(fd: RawFd, text: &[u8], wait: Duration) -> usize {
+    // The usual text, one line, is one piece: no loop to go round.
+    if text.len() <= PIPE_BUF {
+        return write_piece(fd, text, wait).unwrap_or(0);
+    }
+    write_pieces(fd, text, wait)
+}
+
+/// [`write_with_room`] for text longer than a piece.
+#[inline(never)]
+fn write_pieces(fd: RawFd, text: &[u8], wait: Duration) -> usize {
     let mut done = 0;
     while done < text.len() {
         let piece = &text[done..done + next_piece(&text[done..])];

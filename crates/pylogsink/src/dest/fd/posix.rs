@@ -32,7 +32,7 @@ use std::time::{Duration, Instant};
 
 /// Writes one piece; `None` if there was no room within `wait`. The clock
 /// is read only once the piece has found no room.
-#[inline]
+#[inline(always)]
 pub(super) fn write_piece(fd: RawFd, piece: &[u8], wait: Duration) -> Option<usize> {
     if refuses_lines(fd) {
         FAILED_BYTES.fetch_add(piece.len() as u64, Ordering::Relaxed);
