@@ -14,11 +14,13 @@ use super::thread::{identity, Joined, ThreadState, THREAD};
 use crate::control::{of_record, stall_wait, Destination};
 use crate::dest::fd;
 use crate::dest::pending::{self, PendingRecord};
-use crate::dest::route::{route, Route, Sink};
+use crate::dest::route::{first_in_line, route, Route, Sink};
+use crate::record::escape::is_plain;
 use crate::record::fields::message_text;
 use crate::record::format::{now_since_epoch, Formatter, Text, SCRATCH_MAX};
 use crate::record::{color, lock, Level, Record};
 use crate::sys;
+use std::io::IoSlice;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
@@ -90,6 +92,18 @@ fn emit_text(record: &Record<'_>, text: Text<'_>) {
             _ => false,
         };
         let color = color::use_color(color::choice(), !replaced, fd::stderr_is_terminal);
+        let queued = queue_pending();
+        let route = route(level, joined.sink, queued, replaced);
+        let mut written = 0;
+        if let (Text::Bytes(message), None) = (text, record.fields) {
+            if first_in_line(route, joined.sink, queued, queue::for_stream_pending()) {
+                let (n, whole) = write_at_once(formatter, now, record, message, color);
+                if whole {
+                    return collect_error(t, &joined, level, message);
+                }
+                written = n;
+            }
+        }
         let (line, message) = formatter.format(now, record, text, color);
         match (record.fields, level >= Level::Error) {
             // What an exception shows of an Error record: with its span
@@ -97,9 +111,9 @@ fn emit_text(record: &Record<'_>, text: Text<'_>) {
             (Some(fields), true) => {
                 let mut with_fields = Vec::new();
                 message_text(&mut with_fields, message, Some(fields));
-                route_line(t, &joined, level, &with_fields, line, replaced);
+                route_line(t, &joined, level, route, &with_fields, line, written);
             }
-            _ => route_line(t, &joined, level, message, line, replaced),
+            _ => route_line(t, &joined, level, route, message, line, written),
         }
         formatter.shrink(SCRATCH_MAX);
     });
@@ -109,7 +123,7 @@ fn emit_text(record: &Record<'_>, text: Text<'_>) {
         let color = color::use_color(color::choice(), true, fd::stderr_is_terminal);
         let mut formatter = Formatter::new();
         let (line, _) = formatter.format(now, record, text, color);
-        write_direct(Sink::Outside, line, stall_wait(), |_, _| {});
+        write_direct(Sink::Outside, line, 0, stall_wait(), |_, _| {});
     }
 }
 
@@ -146,25 +160,58 @@ fn keep_for_logging(record: &Record<'_>, now: SystemTime) {
     }
 }
 
+/// Writes a plain line that is first in line for fd 2 straight from its
+/// parts: the head from the formatter's cache, the message as logged, the
+/// newline; one system call, no wait, and no line made. Returns how many
+/// bytes went out and whether that is the whole line. Nothing is tried for
+/// a message that needs escaping or a line longer than a piece.
+#[inline(always)]
+fn write_at_once(
+    formatter: &mut Formatter,
+    now: Duration,
+    record: &Record<'_>,
+    message: &[u8],
+    color: bool,
+) -> (usize, bool) {
+    let head = formatter.head(now, record, color);
+    let len = head.len() + message.len() + 1;
+    if len > fd::PIPE_BUF || !is_plain(message) {
+        return (0, false);
+    }
+    let parts = [
+        IoSlice::new(head),
+        IoSlice::new(message),
+        IoSlice::new(b"\n"),
+    ];
+    let n = fd::write_line_now(fd::stderr(), &parts);
+    (n, n == len)
+}
+
+/// An Error record's message, for the exception its call may raise.
+#[inline(always)]
+fn collect_error(t: &ThreadState, joined: &Joined, level: Level, message: &[u8]) {
+    if joined.sink != Sink::Outside && level >= Level::Error {
+        joined.call(t).collect_error(message);
+    }
+}
+
 /// Routes one formatted line (`record`; `message` is what an exception
-/// shows of it) by the table in [`route`]; `replaced`: the line's
-/// `sys.stderr` is replaced (for a line outside any call, as last seen).
+/// shows of it) by `route`, [`route`]'s answer for it; `written` of its
+/// bytes went to fd 2 already ([`write_at_once`]).
 #[inline(always)]
 fn route_line(
     t: &ThreadState,
     joined: &Joined,
     level: Level,
+    route: Route,
     message: &[u8],
     record: &[u8],
-    replaced: bool,
+    written: usize,
 ) {
     let (call, sink, worker) = (joined.call(t), joined.sink, joined.attached_to());
-    if sink != Sink::Outside && level >= Level::Error {
-        call.collect_error(message);
-    }
-    let replaced = sink == Sink::Outside && replaced;
+    collect_error(t, joined, level, message);
     let keep = |rest: &[u8], is_rest: bool| call.keep(rest, is_rest, worker);
-    match route(level, sink, queue_pending(), replaced) {
+    match route {
         Route::Keep => keep(record, false),
         Route::ToStream => {
             queue::for_stream_push(record, false);
@@ -172,9 +219,10 @@ fn route_line(
         }
         Route::Direct { wait } => {
             let wait = if wait { stall_wait() } else { Duration::ZERO };
-            if sink == Sink::Outside && queue::for_stream_pending() {
+            if sink == Sink::Outside && written == 0 && queue::for_stream_pending() {
                 // Lines logged while `sys.stderr` was last seen replaced,
-                // and it is the process's own now: they go first.
+                // and it is the process's own now: they go first (unless
+                // this line has begun).
                 queue::for_stream_to_fd2(wait);
             }
             if sink == Sink::Stalled {
@@ -183,7 +231,7 @@ fn route_line(
                 }
                 call.set_sink(Sink::Own);
             }
-            write_direct(sink, record, wait, |rest, is_rest| {
+            write_direct(sink, record, written, wait, |rest, is_rest| {
                 call.set_sink(Sink::Stalled);
                 keep(rest, is_rest);
             });
@@ -228,7 +276,7 @@ fn fatal(call: &Shared, sink: Sink, record: &[u8], keep: impl FnOnce(&[u8], bool
     }
     fd::write_with_room(fd::stderr(), &waiting, stall_wait());
     call.write_kept(stall_wait());
-    write_direct(sink, record, stall_wait(), keep);
+    write_direct(sink, record, 0, stall_wait(), keep);
 }
 
 // They need POSIX pipes (core/testing.rs).
@@ -379,6 +427,34 @@ mod tests {
             tries.iter().any(|t| *t < Duration::from_millis(20)),
             "behind a queue, no wait: {tries:?}"
         );
+    }
+
+    #[test]
+    fn a_line_begun_goes_on_before_the_queue_and_what_finds_no_room_is_its_rest() {
+        let pipe = Pipe::new();
+        pipe.fill();
+        log(Level::Info, "queued");
+        assert!(queue_pending());
+        pipe.read();
+        // Its first 6 bytes went out at once (a socket takes part of a
+        // line): the rest follows them before the queue is written.
+        write_direct(Sink::Outside, b"begun line\n", 6, stall_wait(), |_, _| {});
+        assert_eq!(pipe.read(), "line\n");
+        assert!(queue_pending(), "the queue waits for the next line");
+        // No room for the rest: it joins the queue as the rest of a line.
+        pipe.fill();
+        write_direct(
+            Sink::Outside,
+            b"begun again\n",
+            6,
+            Duration::ZERO,
+            |_, _| {},
+        );
+        pipe.read();
+        assert!(write_queue(Duration::from_secs(1)));
+        let written = pipe.read();
+        assert_eq!(messages(&written), ["queued"]);
+        assert!(written.ends_with("] queued\nagain\n"), "{written:?}");
     }
 
     #[test]

@@ -62,22 +62,23 @@ pub(crate) fn write_fd2(taken: Taken, wait: Duration) {
     }
 }
 
-/// Writes a record to fd 2 after whatever waits in the queue. What finds
-/// no room within `wait` goes where [`on_no_room`] says: the queue, or
-/// `keep` (for a call, which then counts as stalled), with whether it is
-/// the rest of a line already started.
+/// Writes a record to fd 2 after whatever waits in the queue, of which
+/// the first `written` bytes went out already. What finds no room within
+/// `wait` goes where [`on_no_room`] says: the queue, or `keep` (for a call,
+/// which then counts as stalled), with whether it is the rest of a line
+/// already started.
 #[inline(always)]
 pub(crate) fn write_direct(
     sink: Sink,
     record: &[u8],
+    mut written: usize,
     wait: Duration,
     keep: impl FnOnce(&[u8], bool),
 ) {
-    let written = if write_queue(wait) {
-        fd::write_with_room(fd::stderr(), record, wait)
-    } else {
-        0
-    };
+    // A line begun goes on before anything else.
+    if written > 0 || write_queue(wait) {
+        written += fd::write_with_room(fd::stderr(), &record[written..], wait);
+    }
     if written < record.len() {
         let rest = &record[written..];
         match on_no_room(sink) {

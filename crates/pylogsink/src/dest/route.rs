@@ -77,6 +77,23 @@ pub(crate) fn route(level: Level, sink: Sink, queue_pending: bool, stderr_replac
     }
 }
 
+/// Whether a line routed `route` goes to fd 2 first in line: routed
+/// [`Route::Direct`] to wait for room, with no line waiting before it,
+/// neither in the process-wide queue (`queue_pending`) nor, outside any
+/// call, for a replaced `sys.stderr` that is the process's own again
+/// (`for_stream_pending`). Such a line may be written straight from its
+/// parts, before it is made.
+pub(crate) fn first_in_line(
+    route: Route,
+    sink: Sink,
+    queue_pending: bool,
+    for_stream_pending: bool,
+) -> bool {
+    route == Route::Direct { wait: true }
+        && !queue_pending
+        && !(sink == Sink::Outside && for_stream_pending)
+}
+
 /// What happens to the part of a direct line that found no room.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum NoRoom {
@@ -167,6 +184,29 @@ mod tests {
                 Route::Direct { wait: true }
             );
         }
+    }
+
+    #[test]
+    fn only_a_direct_line_with_nothing_before_it_is_first_in_line() {
+        let first = |level, sink, queue_pending, replaced, for_stream| {
+            let route = route(level, sink, queue_pending, replaced);
+            first_in_line(route, sink, queue_pending, for_stream)
+        };
+        for level in LEVELS {
+            assert!(first(level, Sink::Own, false, false, false));
+            assert!(first(level, Sink::Own, false, false, true), "a call's line");
+            assert!(first(level, Sink::Outside, false, false, false));
+            // Lines wait in the queue, or for a stream that is fd 2 again.
+            assert!(!first(level, Sink::Own, true, false, false));
+            assert!(!first(level, Sink::Outside, true, false, false));
+            assert!(!first(level, Sink::Outside, false, false, true));
+            // Not to fd 2 now, or its kept lines first.
+            assert!(!first(level, Sink::Outside, false, true, false));
+            assert!(!first(level, Sink::Replaced, false, false, false));
+            assert!(!first(level, Sink::Stalled, false, false, false));
+        }
+        // A fatal line writes what waits for `logging` first.
+        assert!(!first(Level::Fatal, Sink::Own, false, false, false));
     }
 
     #[test]

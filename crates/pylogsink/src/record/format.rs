@@ -110,7 +110,8 @@ impl Formatter {
         color: bool,
     ) -> (&'s [u8], &'s [u8]) {
         self.line.clear();
-        self.head.push(&mut self.line, since, record, color);
+        self.line
+            .extend_from_slice(self.head.text(since, record, color));
         match text {
             Text::Bytes(message) => {
                 push_message(&mut self.line, message, record.fields);
@@ -144,6 +145,15 @@ impl Formatter {
                 (&self.line, message)
             }
         }
+    }
+
+    /// The head of a record (its time and the part up to the message,
+    /// `[2026-12-02T09:19:22.123456Z ERROR rt::db db.rs:42] `) at `since`,
+    /// as [`format`](Self::format) begins its line: for a caller that
+    /// writes the head and the message without making the line.
+    #[inline(always)]
+    pub fn head(&mut self, since: Duration, record: &Record<'_>, color: bool) -> &[u8] {
+        self.head.text(since, record, color)
     }
 
     /// Lets go of a line buffer that one huge record made huge.
@@ -208,9 +218,10 @@ impl Head {
         }
     }
 
-    /// Appends the time and the middle, from the cache where it holds.
+    /// The time and the middle of `record` at `since`, from the cache
+    /// where it holds: the cached text with these microseconds in place.
     #[inline(always)]
-    fn push(&mut self, out: &mut Vec<u8>, since: Duration, record: &Record<'_>, color: bool) {
+    fn text(&mut self, since: Duration, record: &Record<'_>, color: bool) -> &[u8] {
         let same = self.line == record.line
             && self.level == record.level
             && self.color == color
@@ -220,9 +231,8 @@ impl Head {
         if !same || secs != self.second {
             self.remember(secs, record, color);
         }
-        let start = out.len();
-        out.extend_from_slice(&self.text);
-        out[start + MICROS.start..start + MICROS.end].copy_from_slice(&micros_text(since));
+        self.text[MICROS].copy_from_slice(&micros_text(since));
+        &self.text
     }
 
     #[cold]

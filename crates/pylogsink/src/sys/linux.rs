@@ -2,7 +2,7 @@
 //! that cannot block (`pwritev2` with `RWF_NOWAIT`).
 
 use super::FileStatus;
-use std::io;
+use std::io::{self, IoSlice};
 use std::os::fd::{FromRawFd, OwnedFd, RawFd};
 
 /// Whether CPython before 3.13.8 ends a daemon thread that re-takes the
@@ -58,6 +58,13 @@ pub(crate) fn process_name() -> Option<String> {
 /// `pwritev2(fd, piece, -1, RWF_NOWAIT)`: writes only if that needs no
 /// wait. Files and terminals refuse it (`EOPNOTSUPP`); pipes, sockets and
 /// /dev/null take it on current kernels.
+#[inline]
+pub(crate) fn write_nowait(fd: RawFd, piece: &[u8]) -> io::Result<usize> {
+    write_nowait_vectored(fd, &[IoSlice::new(piece)])
+}
+
+/// [`write_nowait`] of `parts` one after the other, in one system call: as
+/// one write for a pipe (all of it or none, up to `PIPE_BUF` bytes).
 ///
 /// The system call itself, not libc's wrapper: that one makes the call a
 /// cancellation point, which costs more user-space instructions than the
@@ -67,14 +74,12 @@ pub(crate) fn process_name() -> Option<String> {
 /// file's own) is passed as its low half, 0 as its high half, as the
 /// kernel takes it on 64 bits.
 #[inline]
-pub(crate) fn write_nowait(fd: RawFd, piece: &[u8]) -> io::Result<usize> {
-    let iov = libc::iovec {
-        iov_base: piece.as_ptr() as *mut libc::c_void,
-        iov_len: piece.len(),
-    };
+pub(crate) fn write_nowait_vectored(fd: RawFd, parts: &[IoSlice<'_>]) -> io::Result<usize> {
+    // `IoSlice` is an `iovec` on Linux, as std guarantees.
+    let (iov, count) = (parts.as_ptr().cast::<libc::iovec>(), parts.len());
     #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
     {
-        let n = raw_pwritev2_nowait(fd, &iov);
+        let n = raw_pwritev2_nowait(fd, iov, count);
         if n < 0 {
             return Err(io::Error::from_raw_os_error(-n as i32));
         }
@@ -82,16 +87,18 @@ pub(crate) fn write_nowait(fd: RawFd, piece: &[u8]) -> io::Result<usize> {
     }
     #[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
     {
-        // SAFETY: `iov` points at `piece`, which stays borrowed and alive
-        // for the whole call; the kernel only reads from it. An invalid
-        // `fd` makes the call fail with EBADF, nothing worse.
+        let count = count as libc::c_int;
+        // SAFETY: `iov` points at `count` iovecs, which stay borrowed and
+        // alive for the whole call with the bytes they point at; the
+        // kernel only reads them. An invalid `fd` makes the call fail with
+        // EBADF, nothing worse.
         #[cfg(target_pointer_width = "64")]
         let n = unsafe {
             libc::syscall(
                 libc::SYS_pwritev2,
                 fd,
-                &iov as *const libc::iovec,
-                1,
+                iov,
+                count,
                 -1 as libc::c_long,
                 0 as libc::c_long,
                 libc::RWF_NOWAIT,
@@ -99,7 +106,7 @@ pub(crate) fn write_nowait(fd: RawFd, piece: &[u8]) -> io::Result<usize> {
         };
         // SAFETY: as above.
         #[cfg(not(target_pointer_width = "64"))]
-        let n = unsafe { libc::pwritev2(fd, &iov, 1, -1, libc::RWF_NOWAIT) };
+        let n = unsafe { libc::pwritev2(fd, iov, count, -1, libc::RWF_NOWAIT) };
         if n < 0 {
             return Err(io::Error::last_os_error());
         }
@@ -107,14 +114,16 @@ pub(crate) fn write_nowait(fd: RawFd, piece: &[u8]) -> io::Result<usize> {
     }
 }
 
-/// `pwritev2(fd, iov, 1, -1, RWF_NOWAIT)` by the `syscall` instruction:
-/// the byte count, or minus the error number.
+/// `pwritev2(fd, iov, count, -1, RWF_NOWAIT)` by the `syscall`
+/// instruction: the byte count, or minus the error number. `iov` points at
+/// `count` iovecs that the caller keeps borrowed for the call.
 #[cfg(target_arch = "x86_64")]
 #[inline(always)]
-fn raw_pwritev2_nowait(fd: RawFd, iov: &libc::iovec) -> isize {
+fn raw_pwritev2_nowait(fd: RawFd, iov: *const libc::iovec, count: usize) -> isize {
     let n: isize;
-    // SAFETY: the system call reads one iovec at `iov`, which is borrowed
-    // for the call, and the bytes it points at; it writes no user memory.
+    // SAFETY: the system call reads the `count` iovecs at `iov`, which the
+    // caller keeps borrowed for the call, and the bytes they point at; it
+    // writes no user memory (the kernel checks every address it is given).
     // The kernel's calling convention: the number in rax, the arguments in
     // rdi, rsi, rdx, r10, r8, r9, the result in rax; rcx and r11 are
     // overwritten, nothing else, and no stack is used.
@@ -123,8 +132,8 @@ fn raw_pwritev2_nowait(fd: RawFd, iov: &libc::iovec) -> isize {
             "syscall",
             inlateout("rax") libc::SYS_pwritev2 as isize => n,
             in("rdi") fd as isize,
-            in("rsi") iov as *const libc::iovec,
-            in("rdx") 1_isize,
+            in("rsi") iov,
+            in("rdx") count,
             in("r10") -1_isize,
             in("r8") 0_isize,
             in("r9") libc::RWF_NOWAIT as isize,
@@ -140,17 +149,17 @@ fn raw_pwritev2_nowait(fd: RawFd, iov: &libc::iovec) -> isize {
 /// to x5, the result in x0.
 #[cfg(target_arch = "aarch64")]
 #[inline(always)]
-fn raw_pwritev2_nowait(fd: RawFd, iov: &libc::iovec) -> isize {
+fn raw_pwritev2_nowait(fd: RawFd, iov: *const libc::iovec, count: usize) -> isize {
     let n: isize;
-    // SAFETY: as for x86-64: the kernel reads the iovec and the bytes it
-    // points at, writes no user memory, and changes only x0.
+    // SAFETY: as for x86-64: the kernel reads the iovecs and the bytes
+    // they point at, writes no user memory, and changes only x0.
     unsafe {
         std::arch::asm!(
             "svc 0",
             in("x8") libc::SYS_pwritev2 as isize,
             inlateout("x0") fd as isize => n,
-            in("x1") iov as *const libc::iovec,
-            in("x2") 1_isize,
+            in("x1") iov,
+            in("x2") count,
             in("x3") -1_isize,
             in("x4") 0_isize,
             in("x5") libc::RWF_NOWAIT as isize,

@@ -95,6 +95,16 @@ pub(crate) fn write_nowait(fd: RawFd, piece: &[u8]) -> io::Result<usize> {
     }
 }
 
+/// [`write_nowait`] of `parts` in one write: only a single part here, as
+/// `send`; more than one is refused (`EOPNOTSUPP`), and the caller makes
+/// them one piece first.
+pub(crate) fn write_nowait_vectored(fd: RawFd, parts: &[io::IoSlice<'_>]) -> io::Result<usize> {
+    match parts {
+        [piece] => write_nowait(fd, piece),
+        _ => Err(io::Error::from_raw_os_error(libc::EOPNOTSUPP)),
+    }
+}
+
 /// A second, non-blocking open file description of the file behind `fd`,
 /// opened by the path `F_GETPATH` gives (a terminal's `/dev/ttys003`), so
 /// that `fd`'s own flags, shared with the rest of the process, stay as

@@ -16,7 +16,9 @@
 #[cfg(unix)]
 mod posix;
 #[cfg(unix)]
-pub(crate) use posix::{check_stderr, hold_for_fork, stderr_was_closed, write_from_signal_handler};
+pub(crate) use posix::{
+    check_stderr, hold_for_fork, stderr_was_closed, write_from_signal_handler, write_line_now,
+};
 #[cfg(unix)]
 use posix::{isatty, write_piece};
 
@@ -24,7 +26,7 @@ use posix::{isatty, write_piece};
 mod windows;
 #[cfg(windows)]
 pub(crate) use windows::{
-    check_stderr, hold_for_fork, stderr_was_closed, write_from_signal_handler,
+    check_stderr, hold_for_fork, stderr_was_closed, write_from_signal_handler, write_line_now,
 };
 #[cfg(windows)]
 use windows::{isatty, write_piece};

@@ -24,7 +24,7 @@
 use super::{next_piece, stderr, CRASH_GRACE, FAILED_BYTES, STDERR, TERMINAL};
 use crate::record::{lock, HeldForFork};
 use crate::sys::{self, write_nowait, Descriptor, FileStatus};
-use std::io;
+use std::io::{self, IoSlice};
 use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
 use std::sync::Mutex;
@@ -42,6 +42,22 @@ pub(super) fn write_piece(fd: RawFd, piece: &[u8], wait: Duration) -> Option<usi
         Ok(n) => Some(n),
         Err(blocked) => write_piece_blocked(fd, piece, wait, blocked),
     }
+}
+
+/// Writes one line given as its parts, at most [`PIPE_BUF`](super::PIPE_BUF)
+/// bytes in all, to `fd` at once, where one system call that cannot block
+/// takes them together (Linux's `pwritev2` with `RWF_NOWAIT`: a pipe, a
+/// socket, /dev/null), so that the line need not be made first. Returns
+/// how many bytes went out, with no wait: 0 where none did, or where
+/// nothing was tried: a file found to refuse `RWF_NOWAIT`, a terminal,
+/// macOS (which has no such write of several parts), fd 2 found closed.
+/// The caller then makes the line and writes the rest the usual way.
+#[inline(always)]
+pub(crate) fn write_line_now(fd: RawFd, parts: &[IoSlice<'_>]) -> usize {
+    if refuses_lines(fd) || KIND.refuses_nowait(fd) || TERMINAL.load(Ordering::Relaxed) {
+        return 0;
+    }
+    sys::write_nowait_vectored(fd, parts).unwrap_or(0)
 }
 
 /// The rest of [`write_piece`] once a first try found no room, was

@@ -28,6 +28,14 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Condvar, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
+/// Windows has no write of several parts that cannot block: nothing is
+/// tried (0 bytes went out), and the caller makes the line and writes it
+/// the usual way.
+#[inline(always)]
+pub(crate) fn write_line_now(_fd: RawFd, _parts: &[std::io::IoSlice<'_>]) -> usize {
+    0
+}
+
 /// Writes one piece; `None` if there was no room within `wait`.
 pub(super) fn write_piece(fd: RawFd, piece: &[u8], wait: Duration) -> Option<usize> {
     // Before asking what the handle is: each question is a system call,
