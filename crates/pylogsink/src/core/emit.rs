@@ -96,7 +96,8 @@ fn emit_text(record: &Record<'_>, text: Text<'_>) {
         let route = route(level, joined.sink, queued, replaced);
         let mut written = 0;
         if let (Text::Bytes(message), None) = (text, record.fields) {
-            if first_in_line(route, joined.sink, queued, queue::for_stream_pending()) {
+            let for_stream = joined.sink == Sink::Outside && queue::for_stream_pending();
+            if first_in_line(route, joined.sink, queued, for_stream) {
                 let (n, whole) = write_at_once(formatter, now, record, message, color);
                 if whole {
                     return collect_error(t, &joined, level, message);

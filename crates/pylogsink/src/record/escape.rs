@@ -73,7 +73,7 @@ pub(crate) fn is_plain(bytes: &[u8]) -> bool {
     };
     blocks.iter().for_each(&mut look);
     look(last);
-    highest.into_iter().fold(0, u8::max) <= HIGHEST_PLAIN
+    highest.map(|h| h.saturating_sub(HIGHEST_PLAIN)) == [0; 16]
 }
 
 /// Decodes `bytes` as UTF-8 the way CPython's
