@@ -94,18 +94,21 @@ fn emit_text(record: &Record<'_>, text: Text<'_>) {
         let color = color::use_color(color::choice(), !replaced, fd::stderr_is_terminal);
         let queued = queue_pending();
         let route = route(level, joined.sink, queued, replaced);
+        let for_stream = joined.sink == Sink::Outside && queue::for_stream_pending();
+        let first =
+            record.fields.is_none() && first_in_line(route, joined.sink, queued, for_stream);
         let mut written = 0;
-        if let (Text::Bytes(message), None) = (text, record.fields) {
-            let for_stream = joined.sink == Sink::Outside && queue::for_stream_pending();
-            if first_in_line(route, joined.sink, queued, for_stream) {
-                let (n, whole) = write_at_once(formatter, now, record, message, color);
-                if whole {
-                    return collect_error(t, &joined, level, message);
-                }
-                written = n;
+        if first {
+            match write_at_once(formatter, now, record, text, color) {
+                AtOnce::Whole(message) => return collect_error(t, &joined, level, message),
+                AtOnce::Part(n) => written = n,
             }
         }
-        let (line, message) = formatter.format(now, record, text, color);
+        let (line, message) = match text {
+            // The arguments were formatted, alone, once.
+            Text::Args(_) if first => formatter.whole_line(now, record, color),
+            _ => formatter.format(now, record, text, color),
+        };
         match (record.fields, level >= Level::Error) {
             // What an exception shows of an Error record: with its span
             // context and fields.
@@ -161,31 +164,61 @@ fn keep_for_logging(record: &Record<'_>, now: SystemTime) {
     }
 }
 
+/// What [`write_at_once`] did with a line.
+enum AtOnce<'a> {
+    /// All of it went out; its message, for an Error record's exception.
+    Whole(&'a [u8]),
+    /// This many bytes went out, maybe none: the line is to be made and
+    /// its rest written the usual way.
+    Part(usize),
+}
+
 /// Writes a plain line that is first in line for fd 2 straight from its
-/// parts: the head from the formatter's cache, the message as logged, the
-/// newline; one system call, no wait, and no line made. Returns how many
-/// bytes went out and whether that is the whole line. Nothing is tried for
-/// a message that needs escaping or a line longer than a piece.
+/// parts: the head from the formatter's cache, the message (as logged, or
+/// its arguments formatted alone), the newline; one system call, no wait,
+/// and no line made. Nothing is tried for a message that needs escaping
+/// or a line longer than a piece. With arguments, the line is then made
+/// by [`Formatter::whole_line`], which does not format them again.
 #[inline(always)]
-fn write_at_once(
-    formatter: &mut Formatter,
+fn write_at_once<'f>(
+    formatter: &'f mut Formatter,
     now: Duration,
     record: &Record<'_>,
-    message: &[u8],
+    text: Text<'f>,
     color: bool,
-) -> (usize, bool) {
-    let head = formatter.head(now, record, color);
-    let len = head.len() + message.len() + 1;
-    if len > fd::PIPE_BUF || !is_plain(message) {
-        return (0, false);
+) -> AtOnce<'f> {
+    let (n, len, message) = match text {
+        Text::Bytes(message) => {
+            let head = formatter.head(now, record, color);
+            let len = head.len() + message.len() + 1;
+            if len > fd::PIPE_BUF || !is_plain(message) {
+                return AtOnce::Part(0);
+            }
+            let parts = [
+                IoSlice::new(head),
+                IoSlice::new(message),
+                IoSlice::new(b"\n"),
+            ];
+            (fd::write_line_now(fd::stderr(), &parts), len, message)
+        }
+        Text::Args(args) => {
+            if !formatter.format_alone(args) {
+                return AtOnce::Part(0);
+            }
+            let (head, alone) = formatter.alone(now, record, color);
+            let len = head.len() + alone.len();
+            if len > fd::PIPE_BUF {
+                return AtOnce::Part(0);
+            }
+            let n = fd::write_line_now(fd::stderr(), &[IoSlice::new(head), IoSlice::new(alone)]);
+            (n, len, &alone[..alone.len() - 1])
+        }
+    };
+    if n == len {
+        AtOnce::Whole(message)
+    } else {
+        AtOnce::Part(n)
     }
-    let parts = [
-        IoSlice::new(head),
-        IoSlice::new(message),
-        IoSlice::new(b"\n"),
-    ];
-    let n = fd::write_line_now(fd::stderr(), &parts);
-    (n, n == len)
 }
 
 /// An Error record's message, for the exception its call may raise.
@@ -428,6 +461,47 @@ mod tests {
             tries.iter().any(|t| *t < Duration::from_millis(20)),
             "behind a queue, no wait: {tries:?}"
         );
+    }
+
+    /// A message of format arguments, at once or (no room) kept, is
+    /// formatted once and written once, whole.
+    #[test]
+    fn arguments_are_formatted_once_whether_the_line_goes_at_once_or_is_kept() {
+        struct Counted<'a>(&'a std::cell::Cell<u32>, &'a str);
+        impl std::fmt::Display for Counted<'_> {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                self.0.set(self.0.get() + 1);
+                f.write_str(self.1)
+            }
+        }
+        let log_args = |message: &Counted<'_>| {
+            let record = Record {
+                level: Level::Warn,
+                target: "rt",
+                file: "rt.rs",
+                line: 1,
+                message: b"",
+                fields: None,
+            };
+            emit_args(&record, format_args!("{message}"));
+        };
+        let pipe = Pipe::new();
+        let (formatted, plain) = (std::cell::Cell::new(0), std::cell::Cell::new(0));
+        let ((), _) = in_call(true, || {
+            log_args(&Counted(&formatted, "at once"));
+            assert_eq!(messages(&pipe.read()), ["at once"]);
+            pipe.fill();
+            log_args(&Counted(&formatted, "no room"));
+            log_args(&Counted(&plain, "caf\u{e9} \x1b"));
+            assert_eq!(pipe.read().len(), 4096, "only the filler");
+            log_args(&Counted(&formatted, "room again"));
+            let text = pipe.read();
+            assert_eq!(
+                messages(&text),
+                ["no room", "caf\u{e9} \\x1b", "room again"]
+            );
+        });
+        assert_eq!((formatted.get(), plain.get()), (3, 1));
     }
 
     #[test]

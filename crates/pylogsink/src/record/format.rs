@@ -79,6 +79,9 @@ pub struct Formatter {
     /// A message given as arguments that needed escaping, as written.
     raw: Vec<u8>,
     head: Head,
+    /// What [`format_alone`](Self::format_alone) found last: whether the
+    /// message it wrote is plain, and so ends with the newline it added.
+    alone_plain: bool,
 }
 
 impl Default for Formatter {
@@ -94,6 +97,7 @@ impl Formatter {
             line: Vec::new(),
             raw: Vec::new(),
             head: Head::new(),
+            alone_plain: false,
         }
     }
 
@@ -154,6 +158,56 @@ impl Formatter {
     #[inline(always)]
     pub fn head(&mut self, since: Duration, record: &Record<'_>, color: bool) -> &[u8] {
         self.head.text(since, record, color)
+    }
+
+    /// Writes the message `args` alone into the line, with the newline
+    /// where it is plain (printable ASCII): what a caller may write after
+    /// the [`head`](Self::head) ([`alone`](Self::alone) gives both) without
+    /// making the whole line. True if it is plain. The arguments are
+    /// formatted once: [`whole_line`](Self::whole_line), not
+    /// [`format`](Self::format), then makes the line if it is needed.
+    #[inline(always)]
+    pub fn format_alone(&mut self, args: std::fmt::Arguments<'_>) -> bool {
+        self.line.clear();
+        // A `Display` that fails leaves what it wrote so far.
+        let _ = std::fmt::Write::write_fmt(&mut Append(&mut self.line), args);
+        self.alone_plain = is_plain(&self.line);
+        if self.alone_plain {
+            self.line.push(b'\n');
+        }
+        self.alone_plain
+    }
+
+    /// The head of `record` at `since`, and the message that
+    /// [`format_alone`](Self::format_alone) wrote, with its newline.
+    #[inline(always)]
+    pub fn alone(&mut self, since: Duration, record: &Record<'_>, color: bool) -> (&[u8], &[u8]) {
+        (self.head.text(since, record, color), &self.line)
+    }
+
+    /// The whole line, and the message unescaped, as [`format`](Self::format)
+    /// returns them, from the message that
+    /// [`format_alone`](Self::format_alone) wrote, for a record without
+    /// fields (the only kind whose message is written alone).
+    pub fn whole_line(
+        &mut self,
+        since: Duration,
+        record: &Record<'_>,
+        color: bool,
+    ) -> (&[u8], &[u8]) {
+        std::mem::swap(&mut self.raw, &mut self.line);
+        self.raw
+            .truncate(self.raw.len() - usize::from(self.alone_plain));
+        self.line.clear();
+        self.line
+            .extend_from_slice(self.head.text(since, record, color));
+        if self.alone_plain {
+            self.line.extend_from_slice(&self.raw);
+        } else {
+            escape_slowly(&mut self.line, &self.raw);
+        }
+        self.line.push(b'\n');
+        (&self.line, &self.raw)
     }
 
     /// Lets go of a line buffer that one huge record made huge.
@@ -471,7 +525,57 @@ mod tests {
                 assert_eq!(message, record.message);
             }
         }
+        if record.fields.is_none() {
+            assert_eq!(alone_then_whole(f, since, record, color, text), line);
+        }
         line
+    }
+
+    /// `text` formatted alone: the head and the message with its newline
+    /// are the line where it is plain, and the whole line made from it is
+    /// what [`Formatter::format`] makes, with the message as logged.
+    fn alone_then_whole(
+        f: &mut Formatter,
+        since: Duration,
+        record: &Record<'_>,
+        color: bool,
+        text: &str,
+    ) -> Vec<u8> {
+        let plain = f.format_alone(format_args!("{text}"));
+        assert_eq!(plain, is_plain(text.as_bytes()), "{text:?}");
+        let (head, alone) = f.alone(since, record, color);
+        let parts = [head, alone].concat();
+        let (line, message) = f.whole_line(since, record, color);
+        assert_eq!(message, text.as_bytes());
+        if plain {
+            assert_eq!(parts, line, "the parts are the line");
+        }
+        line.to_vec()
+    }
+
+    #[test]
+    fn a_message_formatted_alone_makes_the_line_format_makes() {
+        let r = record("rt", "f.rs", 1, b"");
+        let since = Duration::new(1_796_117_962, 5_000);
+        for text in [
+            "m",
+            "",
+            "caf\u{e9}",
+            "a\x1b[2Jb",
+            "two\nlines",
+            "tab\there",
+            &"x".repeat(5000),
+        ] {
+            for color in [false, true] {
+                let mut f = Formatter::new();
+                let made = alone_then_whole(&mut f, since, &r, color, text);
+                let by_bytes = f
+                    .format(since, &r, Text::Bytes(text.as_bytes()), color)
+                    .0
+                    .to_vec();
+                assert_eq!(made, by_bytes, "{text:?}");
+            }
+        }
     }
 
     #[test]

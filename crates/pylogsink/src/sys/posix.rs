@@ -14,10 +14,9 @@ pub(crate) fn now_since_epoch() -> Duration {
     // SAFETY: `ts` is a valid, writable timespec for the whole call;
     // CLOCK_REALTIME always exists, so the call cannot fail.
     unsafe { libc::clock_gettime(libc::CLOCK_REALTIME, &mut ts) };
-    Duration::new(
-        ts.tv_sec.max(0) as u64,
-        ts.tv_nsec.clamp(0, 999_999_999) as u32,
-    )
+    // The nanoseconds are below a second, as POSIX has them; a clock set
+    // before 1970 reads as 1970.
+    Duration::new(ts.tv_sec.max(0) as u64, ts.tv_nsec as u32)
 }
 
 /// What a descriptor is, as far as its use as a standard stream goes.
