@@ -93,10 +93,9 @@ fn emit_text(record: &Record<'_>, text: Text<'_>) {
         };
         let color = color::use_color(color::choice(), !replaced, fd::stderr_is_terminal);
         let queued = queue_pending();
-        let route = route(level, joined.sink, queued, replaced);
         let for_stream = joined.sink == Sink::Outside && queue::for_stream_pending();
-        let first =
-            record.fields.is_none() && first_in_line(route, joined.sink, queued, for_stream);
+        let first = record.fields.is_none()
+            && first_in_line(level, joined.sink, queued, replaced, for_stream);
         let mut written = 0;
         if first {
             match write_at_once(formatter, now, record, text, color) {
@@ -109,6 +108,7 @@ fn emit_text(record: &Record<'_>, text: Text<'_>) {
             Text::Args(_) if first => formatter.whole_line(now, record, color),
             _ => formatter.format(now, record, text, color),
         };
+        let route = route(level, joined.sink, queued, replaced);
         match (record.fields, level >= Level::Error) {
             // What an exception shows of an Error record: with its span
             // context and fields.

@@ -77,21 +77,28 @@ pub(crate) fn route(level: Level, sink: Sink, queue_pending: bool, stderr_replac
     }
 }
 
-/// Whether a line routed `route` goes to fd 2 first in line: routed
-/// [`Route::Direct`] to wait for room, with no line waiting before it,
-/// neither in the process-wide queue (`queue_pending`) nor, outside any
-/// call, for a replaced `sys.stderr` that is the process's own again
-/// (`for_stream_pending`). Such a line may be written straight from its
-/// parts, before it is made.
+/// Whether a line goes to fd 2 first in line: [`route`] sends it
+/// [`Route::Direct`] to wait for room (the same arguments), and no line
+/// waits before it, neither in the process-wide queue (`queue_pending`)
+/// nor, outside any call, for a replaced `sys.stderr` that is the
+/// process's own again (`for_stream_pending`). Such a line may be written
+/// straight from its parts, before it is made; the route itself is then
+/// never needed.
+#[inline(always)]
 pub(crate) fn first_in_line(
-    route: Route,
+    level: Level,
     sink: Sink,
     queue_pending: bool,
+    stderr_replaced: bool,
     for_stream_pending: bool,
 ) -> bool {
-    route == Route::Direct { wait: true }
+    level != Level::Fatal
         && !queue_pending
-        && !(sink == Sink::Outside && for_stream_pending)
+        && match sink {
+            Sink::Own => true,
+            Sink::Outside => !stderr_replaced && !for_stream_pending,
+            Sink::Stalled | Sink::Replaced => false,
+        }
 }
 
 /// What happens to the part of a direct line that found no room.
@@ -188,25 +195,41 @@ mod tests {
 
     #[test]
     fn only_a_direct_line_with_nothing_before_it_is_first_in_line() {
-        let first = |level, sink, queue_pending, replaced, for_stream| {
-            let route = route(level, sink, queue_pending, replaced);
-            first_in_line(route, sink, queue_pending, for_stream)
-        };
         for level in LEVELS {
-            assert!(first(level, Sink::Own, false, false, false));
-            assert!(first(level, Sink::Own, false, false, true), "a call's line");
-            assert!(first(level, Sink::Outside, false, false, false));
+            let first = |sink, queue_pending, replaced, for_stream| {
+                first_in_line(level, sink, queue_pending, replaced, for_stream)
+            };
+            assert!(first(Sink::Own, false, false, false));
+            assert!(first(Sink::Own, false, false, true), "a call's line");
+            assert!(first(Sink::Outside, false, false, false));
             // Lines wait in the queue, or for a stream that is fd 2 again.
-            assert!(!first(level, Sink::Own, true, false, false));
-            assert!(!first(level, Sink::Outside, true, false, false));
-            assert!(!first(level, Sink::Outside, false, false, true));
+            assert!(!first(Sink::Own, true, false, false));
+            assert!(!first(Sink::Outside, true, false, false));
+            assert!(!first(Sink::Outside, false, false, true));
             // Not to fd 2 now, or its kept lines first.
-            assert!(!first(level, Sink::Outside, false, true, false));
-            assert!(!first(level, Sink::Replaced, false, false, false));
-            assert!(!first(level, Sink::Stalled, false, false, false));
+            assert!(!first(Sink::Outside, false, true, false));
+            assert!(!first(Sink::Replaced, false, false, false));
+            assert!(!first(Sink::Stalled, false, false, false));
         }
         // A fatal line writes what waits for `logging` first.
-        assert!(!first(Level::Fatal, Sink::Own, false, false, false));
+        assert!(!first_in_line(Level::Fatal, Sink::Own, false, false, false));
+        // Whatever the case, first in line is routed to fd 2 with a wait.
+        let sinks = [Sink::Own, Sink::Outside, Sink::Stalled, Sink::Replaced];
+        for (level, sink) in [Level::Fatal]
+            .into_iter()
+            .chain(LEVELS)
+            .flat_map(|l| sinks.map(|s| (l, s)))
+        {
+            for bits in 0..8 {
+                let (queue, replaced, for_stream) = (bits & 1 != 0, bits & 2 != 0, bits & 4 != 0);
+                if first_in_line(level, sink, queue, replaced, for_stream) {
+                    assert_eq!(
+                        route(level, sink, queue, replaced),
+                        Route::Direct { wait: true }
+                    );
+                }
+            }
+        }
     }
 
     #[test]
