@@ -96,17 +96,21 @@ fn emit_text(record: &Record<'_>, text: Text<'_>) {
         let for_stream = joined.sink == Sink::Outside && queue::for_stream_pending();
         let first = record.fields.is_none()
             && first_in_line(level, joined.sink, queued, replaced, for_stream);
-        let mut written = 0;
+        let (mut written, mut alone) = (0, false);
         if first {
             match write_at_once(formatter, now, record, text, color) {
                 AtOnce::Whole(message) => return collect_error(t, &joined, level, message),
-                AtOnce::Part(n) => written = n,
+                AtOnce::Part {
+                    written: n,
+                    alone: a,
+                } => (written, alone) = (n, a),
             }
         }
-        let (line, message) = match text {
+        let (line, message) = if alone {
             // The arguments were formatted, alone, once.
-            Text::Args(_) if first => formatter.whole_line(now, record, color),
-            _ => formatter.format(now, record, text, color),
+            formatter.whole_line(now, record, color)
+        } else {
+            formatter.format(now, record, text, color)
         };
         let route = route(level, joined.sink, queued, replaced);
         match (record.fields, level >= Level::Error) {
@@ -168,17 +172,18 @@ fn keep_for_logging(record: &Record<'_>, now: SystemTime) {
 enum AtOnce<'a> {
     /// All of it went out; its message, for an Error record's exception.
     Whole(&'a [u8]),
-    /// This many bytes went out, maybe none: the line is to be made and
-    /// its rest written the usual way.
-    Part(usize),
+    /// `written` bytes went out, maybe none: the line is to be made and
+    /// its rest written the usual way; by [`Formatter::whole_line`] where
+    /// its arguments were formatted `alone` already.
+    Part { written: usize, alone: bool },
 }
 
 /// Writes a plain line that is first in line for fd 2 straight from its
 /// parts: the head from the formatter's cache, the message (as logged, or
 /// its arguments formatted alone), the newline; one system call, no wait,
-/// and no line made. Nothing is tried for a message that needs escaping
-/// or a line longer than a piece. With arguments, the line is then made
-/// by [`Formatter::whole_line`], which does not format them again.
+/// and no line made. Nothing is tried where fd 2 takes no such write
+/// ([`fd::takes_parts_now`]), for a message that needs escaping, or a line
+/// longer than a piece.
 #[inline(always)]
 fn write_at_once<'f>(
     formatter: &'f mut Formatter,
@@ -187,37 +192,52 @@ fn write_at_once<'f>(
     text: Text<'f>,
     color: bool,
 ) -> AtOnce<'f> {
+    let fd = fd::stderr();
+    let not_tried = AtOnce::Part {
+        written: 0,
+        alone: false,
+    };
+    if !fd::takes_parts_now(fd) {
+        return not_tried;
+    }
     let (n, len, message) = match text {
         Text::Bytes(message) => {
             let head = formatter.head(now, record, color);
             let len = head.len() + message.len() + 1;
             if len > fd::PIPE_BUF || !is_plain(message) {
-                return AtOnce::Part(0);
+                return not_tried;
             }
             let parts = [
                 IoSlice::new(head),
                 IoSlice::new(message),
                 IoSlice::new(b"\n"),
             ];
-            (fd::write_line_now(fd::stderr(), &parts), len, message)
+            (fd::write_line_now(fd, &parts), len, message)
         }
         Text::Args(args) => {
+            let made_alone = AtOnce::Part {
+                written: 0,
+                alone: true,
+            };
             if !formatter.format_alone(args) {
-                return AtOnce::Part(0);
+                return made_alone;
             }
             let (head, alone) = formatter.alone(now, record, color);
             let len = head.len() + alone.len();
             if len > fd::PIPE_BUF {
-                return AtOnce::Part(0);
+                return made_alone;
             }
-            let n = fd::write_line_now(fd::stderr(), &[IoSlice::new(head), IoSlice::new(alone)]);
+            let n = fd::write_line_now(fd, &[IoSlice::new(head), IoSlice::new(alone)]);
             (n, len, &alone[..alone.len() - 1])
         }
     };
     if n == len {
         AtOnce::Whole(message)
     } else {
-        AtOnce::Part(n)
+        AtOnce::Part {
+            written: n,
+            alone: matches!(text, Text::Args(_)),
+        }
     }
 }
 

@@ -55,6 +55,9 @@ pub(crate) fn process_name() -> Option<String> {
     Some(name.trim_end().to_owned())
 }
 
+/// Whether [`write_nowait_vectored`] takes several parts in one write.
+pub(crate) const WRITES_PARTS_NOWAIT: bool = true;
+
 /// `pwritev2(fd, piece, -1, RWF_NOWAIT)`: writes only if that needs no
 /// wait. Files and terminals refuse it (`EOPNOTSUPP`); pipes, sockets and
 /// /dev/null take it on current kernels.

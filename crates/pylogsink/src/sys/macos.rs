@@ -95,6 +95,10 @@ pub(crate) fn write_nowait(fd: RawFd, piece: &[u8]) -> io::Result<usize> {
     }
 }
 
+/// Whether [`write_nowait_vectored`] takes several parts in one write: not
+/// here.
+pub(crate) const WRITES_PARTS_NOWAIT: bool = false;
+
 /// [`write_nowait`] of `parts` in one write: only a single part here, as
 /// `send`; more than one is refused (`EOPNOTSUPP`), and the caller makes
 /// them one piece first.

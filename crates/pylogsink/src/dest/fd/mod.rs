@@ -17,7 +17,8 @@
 mod posix;
 #[cfg(unix)]
 pub(crate) use posix::{
-    check_stderr, hold_for_fork, stderr_was_closed, write_from_signal_handler, write_line_now,
+    check_stderr, hold_for_fork, stderr_was_closed, takes_parts_now, write_from_signal_handler,
+    write_line_now,
 };
 #[cfg(unix)]
 use posix::{isatty, write_piece};
@@ -26,7 +27,8 @@ use posix::{isatty, write_piece};
 mod windows;
 #[cfg(windows)]
 pub(crate) use windows::{
-    check_stderr, hold_for_fork, stderr_was_closed, write_from_signal_handler, write_line_now,
+    check_stderr, hold_for_fork, stderr_was_closed, takes_parts_now, write_from_signal_handler,
+    write_line_now,
 };
 #[cfg(windows)]
 use windows::{isatty, write_piece};

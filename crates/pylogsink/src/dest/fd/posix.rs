@@ -44,19 +44,26 @@ pub(super) fn write_piece(fd: RawFd, piece: &[u8], wait: Duration) -> Option<usi
     }
 }
 
+/// Whether a line may go to `fd` from its parts ([`write_line_now`]): one
+/// system call that cannot block takes them together there (Linux's
+/// `pwritev2` with `RWF_NOWAIT`: a pipe, a socket, /dev/null). Not for a
+/// file found to refuse `RWF_NOWAIT`, a terminal, fd 2 found closed, nor
+/// on macOS, which has no such write of several parts. A few loads.
+#[inline(always)]
+pub(crate) fn takes_parts_now(fd: RawFd) -> bool {
+    sys::WRITES_PARTS_NOWAIT
+        && !refuses_lines(fd)
+        && !KIND.refuses_nowait(fd)
+        && !TERMINAL.load(Ordering::Relaxed)
+}
+
 /// Writes one line given as its parts, at most [`PIPE_BUF`](super::PIPE_BUF)
-/// bytes in all, to `fd` at once, where one system call that cannot block
-/// takes them together (Linux's `pwritev2` with `RWF_NOWAIT`: a pipe, a
-/// socket, /dev/null), so that the line need not be made first. Returns
-/// how many bytes went out, with no wait: 0 where none did, or where
-/// nothing was tried: a file found to refuse `RWF_NOWAIT`, a terminal,
-/// macOS (which has no such write of several parts), fd 2 found closed.
-/// The caller then makes the line and writes the rest the usual way.
+/// bytes in all, to `fd` where [`takes_parts_now`] says it may, so that the
+/// line need not be made first. Returns how many bytes went out, with no
+/// wait, maybe none; the caller then makes the line and writes the rest
+/// the usual way.
 #[inline(always)]
 pub(crate) fn write_line_now(fd: RawFd, parts: &[IoSlice<'_>]) -> usize {
-    if refuses_lines(fd) || KIND.refuses_nowait(fd) || TERMINAL.load(Ordering::Relaxed) {
-        return 0;
-    }
     sys::write_nowait_vectored(fd, parts).unwrap_or(0)
 }
 

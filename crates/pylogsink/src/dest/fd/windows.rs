@@ -28,9 +28,14 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Condvar, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
-/// Windows has no write of several parts that cannot block: nothing is
-/// tried (0 bytes went out), and the caller makes the line and writes it
-/// the usual way.
+/// Windows has no write of several parts that cannot block: a line is
+/// always made first, then written.
+#[inline(always)]
+pub(crate) fn takes_parts_now(_fd: RawFd) -> bool {
+    false
+}
+
+/// Never called: see [`takes_parts_now`].
 #[inline(always)]
 pub(crate) fn write_line_now(_fd: RawFd, _parts: &[std::io::IoSlice<'_>]) -> usize {
     0
