@@ -524,6 +524,28 @@ mod tests {
         assert_eq!((formatted.get(), plain.get()), (3, 1));
     }
 
+    /// Another thread has the queue out to write it (its write found room
+    /// for part of it only, or has not begun): a line logged meanwhile,
+    /// outside a call or in one, waits behind it instead of going first
+    /// (on a socket, inside the queue's first line).
+    #[test]
+    fn a_line_logged_while_the_queue_is_being_written_waits_behind_it() {
+        let pipe = Pipe::new();
+        pipe.fill();
+        log(Level::Info, "queued");
+        pipe.read();
+        let taken = queue::queue_for_test().take_to_write();
+        log(Level::Info, "outside a call");
+        let ((), _) = in_call(true, || log(Level::Info, "in a call"));
+        assert_eq!(pipe.read(), "", "nothing went before the queue");
+        queue::queue_for_test().put_back_written(taken, 0);
+        assert!(write_queue(Duration::from_secs(1)));
+        let kept = THREAD.with(ThreadState::take_kept);
+        crate::core::queue::write_fd2(kept, Duration::from_secs(1));
+        assert_eq!(messages(&pipe.read()), ["queued", "outside a call", "in a call"]);
+        assert!(!queue_pending());
+    }
+
     #[test]
     fn a_line_begun_goes_on_before_the_queue_and_what_finds_no_room_is_its_rest() {
         let pipe = Pipe::new();

@@ -21,11 +21,20 @@ use std::sync::{Mutex, MutexGuard};
 use std::time::Duration;
 
 /// Writes a buffer's lines (its note first) to fd 2, each piece waiting for
-/// room at most `wait`; puts back what finds no room. True if nothing is
-/// left. The lock is not held while writing.
-pub(crate) fn write_buffer(buffer: &Mutex<Kept>, wait: Duration) -> bool {
+/// room at most `wait`; puts back what finds no room. True if the buffer
+/// is empty afterwards; then `on_empty` runs, under the buffer's lock, so
+/// that a line pushed meanwhile keeps the flag that tells of it. The lock
+/// is not held while writing; another thread that comes meanwhile finds
+/// the buffer being written and gets false, so that its line waits behind
+/// these instead of going between them, or inside one that fd 2 took only
+/// part of.
+pub(crate) fn write_buffer(buffer: &Mutex<Kept>, wait: Duration, on_empty: impl FnOnce()) -> bool {
     let mut kept = lock(buffer);
+    if kept.being_written() {
+        return false;
+    }
     if kept.is_empty() {
+        on_empty();
         return true;
     }
     // Is there room? Asked with the oldest line (or the note) alone: a
@@ -35,12 +44,16 @@ pub(crate) fn write_buffer(buffer: &Mutex<Kept>, wait: Duration) -> bool {
     if probed == 0 && wait.is_zero() {
         return false;
     }
-    let taken = kept.take();
+    let taken = kept.take_to_write();
     drop(kept);
     let written = probed + fd::write_with_room(fd::stderr(), &taken.text[probed..], wait);
-    let all = written == taken.text.len();
-    lock(buffer).put_back(taken, written);
-    all
+    let mut kept = lock(buffer);
+    kept.put_back_written(taken, written);
+    let empty = kept.is_empty();
+    if empty {
+        on_empty();
+    }
+    empty
 }
 
 /// Writes the queue, then `taken`, to fd 2, each piece waiting for room
@@ -99,6 +112,12 @@ fn queue() -> MutexGuard<'static, Kept> {
     lock(&QUEUE)
 }
 
+/// The queue, for a test that plays another thread writing it.
+#[cfg(test)]
+pub(crate) fn queue_for_test() -> MutexGuard<'static, Kept> {
+    queue()
+}
+
 /// Adds a record that found no room on fd 2 to the process-wide queue.
 pub(crate) fn queue_push(record: &[u8], is_rest: bool) {
     queue().push_record(record, is_rest);
@@ -116,14 +135,14 @@ pub(crate) fn queue_pending() -> bool {
 /// Writes the process-wide queue to fd 2, waiting at most `wait`. True if
 /// the queue is empty afterwards. Costs one atomic load when it is empty.
 pub(crate) fn write_queue(wait: Duration) -> bool {
-    if !queue_pending() || !QUEUE_PENDING.swap(false, Ordering::AcqRel) {
+    if !queue_pending() {
         return true;
     }
-    if write_buffer(&QUEUE, wait) {
-        return true;
-    }
-    QUEUE_PENDING.store(true, Ordering::Release);
-    false
+    // The flag stays up while the queue is written, so that a line logged
+    // meanwhile waits behind it.
+    write_buffer(&QUEUE, wait, || {
+        QUEUE_PENDING.store(false, Ordering::Release)
+    })
 }
 
 /// Queues a batch of records for `logging` as text lines for fd 2.
@@ -141,7 +160,7 @@ pub(crate) fn hold_for_fork() -> HeldForFork {
     let mut queue = queue();
     Box::new(move |child| {
         if child {
-            drop(queue.take());
+            queue.clear_in_child();
             QUEUE_PENDING.store(false, Ordering::Release);
             drop(for_stream.take());
             FOR_STREAM_PENDING.store(false, Ordering::Release);

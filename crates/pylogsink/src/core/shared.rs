@@ -206,11 +206,9 @@ impl Shared {
     /// Writes the kept lines to fd 2, waiting at most `wait`; puts back what
     /// finds no room. True if nothing is left.
     pub(crate) fn write_kept(&self, wait: Duration) -> bool {
-        let all = write_buffer(&self.kept, wait);
-        if all {
-            self.kept_any.store(false, Ordering::Relaxed);
-        }
-        all
+        write_buffer(&self.kept, wait, || {
+            self.kept_any.store(false, Ordering::Relaxed)
+        })
     }
 }
 
@@ -248,7 +246,7 @@ pub(crate) fn hold_for_fork(shared: Arc<Shared>) -> HeldForFork {
     let errors = lock(&this.errors);
     Box::new(move |child| {
         if child {
-            drop(kept.take());
+            kept.clear_in_child();
             this.kept_any.store(false, Ordering::Relaxed);
             drop(pending.take());
             this.pending_any.store(false, Ordering::Relaxed);

@@ -86,6 +86,11 @@ pub(crate) struct Kept {
     /// Lines longer than the cap, cut to fit, and the bytes cut off.
     cut_lines: u64,
     cut_bytes: u64,
+    /// A writer took the lines out to write them and has not put back
+    /// what found no room: a line written meanwhile would come before
+    /// them, or inside one of them where fd 2 takes part of a write (a
+    /// socket, a terminal). See [`take_to_write`](Self::take_to_write).
+    writing: bool,
 }
 
 impl Default for Kept {
@@ -118,6 +123,7 @@ impl Kept {
             left_out_bytes: 0,
             cut_lines: 0,
             cut_bytes: 0,
+            writing: false,
         }
     }
 
@@ -228,6 +234,34 @@ impl Kept {
         }
         self.data.extend_from_slice(line);
         self.lines.push_back((line.len(), is_rest));
+    }
+
+    /// Whether a writer has the lines out ([`take_to_write`](Self::take_to_write)):
+    /// then nothing may be written to fd 2 in their place before them.
+    pub(crate) fn being_written(&self) -> bool {
+        self.writing
+    }
+
+    /// [`take`](Self::take) for a writer, which then owes
+    /// [`put_back_written`](Self::put_back_written): until then the buffer
+    /// counts as [`being_written`](Self::being_written).
+    pub(crate) fn take_to_write(&mut self) -> Taken {
+        self.writing = true;
+        self.take()
+    }
+
+    /// [`put_back`](Self::put_back) by the writer that took the lines
+    /// with [`take_to_write`](Self::take_to_write), which ends its write.
+    pub(crate) fn put_back_written(&mut self, taken: Taken, written: usize) {
+        self.put_back(taken, written);
+        self.writing = false;
+    }
+
+    /// In a child after `fork()`: what waited is the parent's to write,
+    /// and a writer that had it out is in the parent alone.
+    pub(crate) fn clear_in_child(&mut self) {
+        drop(self.take());
+        self.writing = false;
     }
 
     /// Puts back what was taken and not written: `written` bytes of
