@@ -295,6 +295,47 @@ def test_threads_write_whole_lines() -> None:
     assert sorted(set(sizes)) == [100, 150, 300, 1000, 2000, 4000, 4096]
 
 
+SOCKET_SIZES = (100, 1500, 4000, 3000)
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="a socket as fd 2 is POSIX's (journald's stream, a TCP log collector)")
+def test_a_socket_read_slowly_gets_every_line_whole_and_in_order() -> None:
+    """fd 2 a TCP socket with a small send buffer, read a little at a time:
+    a stream socket takes part of a line where part fits, so lines go out
+    in parts and calls stall and keep lines; four calls one after another.
+    Every line arrives once, whole and in order (a stalled call's kept
+    lines once wrote before the rest of a line the queue held, which tore
+    it)."""
+    import socket
+
+    server = socket.create_server(("127.0.0.1", 0))
+    child_end = socket.create_connection(server.getsockname())
+    reader, _ = server.accept()
+    server.close()
+    child_end.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 4096)
+    reader.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    code = f"import pylogsink\nfor size in {SOCKET_SIZES}:\n    pylogsink.runtime.log_lines(60, size=size)"
+    proc = subprocess.Popen([sys.executable, "-c", code], stderr=child_end.fileno(), stdout=subprocess.DEVNULL)
+    child_end.close()
+    data = bytearray()
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        chunk = reader.recv(3000)
+        if not chunk:
+            break
+        data += chunk
+        time.sleep(0.0005)
+    reader.close()
+    assert proc.wait(timeout=10) == 0
+    text = data.decode()
+    assert len(data) == 60 * sum(SOCKET_SIZES), "every byte arrived"
+    calls = re.split(r"(?m)^(?=\[\S+ INFO  _pylogsink::runtime runtime\.rs:\d+\] line 0000000 of)", text)[1:]
+    assert len(calls) == len(SOCKET_SIZES)
+    for size, lines in zip(SOCKET_SIZES, calls):
+        assert assert_whole(lines, 60) == list(range(60)), size
+        assert {len(line) + 1 for line in lines.splitlines()} == {size}
+
+
 # fd 2 closed when the process starts (a daemon's `2>&-`), then taken by
 # the program's data file: its next open(), before pylogsink's import or
 # after it. Lines from a call and from a native thread outside any call:

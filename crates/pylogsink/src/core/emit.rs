@@ -7,7 +7,7 @@
 //! access: its thread's state says which call it joins and holds the
 //! formatter; the decision itself is [`route`]'s.
 
-use super::queue::{self, queue_pending, write_direct};
+use super::queue::{self, queue_pending, write_direct, write_queue};
 use super::shared::Shared;
 use super::stats::EMITTED_ELSEWHERE;
 use super::thread::{identity, Joined, ThreadState, THREAD};
@@ -280,7 +280,9 @@ fn route_line(
                 queue::for_stream_to_fd2(wait);
             }
             if sink == Sink::Stalled {
-                if !call.write_kept(Duration::ZERO) {
+                // The queue's lines are older than the call's kept ones,
+                // and its first may be the rest of a line begun.
+                if !write_queue(Duration::ZERO) || !call.write_kept(Duration::ZERO) {
                     return keep(record, false);
                 }
                 call.set_sink(Sink::Own);
@@ -329,6 +331,8 @@ fn fatal(call: &Shared, sink: Sink, record: &[u8], keep: impl FnOnce(&[u8], bool
         waiting.extend(own.to_text());
     }
     fd::write_with_room(fd::stderr(), &waiting, stall_wait());
+    // The process-wide queue before the call's kept lines, which are newer.
+    write_queue(stall_wait());
     call.write_kept(stall_wait());
     write_direct(sink, record, 0, stall_wait(), keep);
 }
@@ -524,6 +528,23 @@ mod tests {
         assert_eq!((formatted.get(), plain.get()), (3, 1));
     }
 
+    /// A stalled call writes the process-wide queue before its own kept
+    /// lines, which are newer (and the queue's first may be the rest of a
+    /// line fd 2 took part of).
+    #[test]
+    fn a_stalled_call_writes_the_queue_before_its_kept_lines() {
+        let pipe = Pipe::new();
+        pipe.fill();
+        log(Level::Info, "queued");
+        let ((), _) = in_call(true, || {
+            log(Level::Info, "kept");
+            assert_eq!(THREAD.with(|t| t.shared.sink()), Sink::Stalled);
+            assert_eq!(pipe.read().len(), 4096, "only the filler");
+            log(Level::Info, "after");
+            assert_eq!(messages(&pipe.read()), ["queued", "kept", "after"]);
+        });
+    }
+
     /// Another thread has the queue out to write it (its write found room
     /// for part of it only, or has not begun): a line logged meanwhile,
     /// outside a call or in one, waits behind it instead of going first
@@ -542,7 +563,10 @@ mod tests {
         assert!(write_queue(Duration::from_secs(1)));
         let kept = THREAD.with(ThreadState::take_kept);
         crate::core::queue::write_fd2(kept, Duration::from_secs(1));
-        assert_eq!(messages(&pipe.read()), ["queued", "outside a call", "in a call"]);
+        assert_eq!(
+            messages(&pipe.read()),
+            ["queued", "outside a call", "in a call"]
+        );
         assert!(!queue_pending());
     }
 
