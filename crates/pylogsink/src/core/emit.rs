@@ -92,6 +92,8 @@ fn emit_text(record: &Record<'_>, text: Text<'_>) {
             _ => false,
         };
         let color = color::use_color(color::choice(), !replaced, fd::stderr_is_terminal);
+        // The usual line, first in line for fd 2, goes out from its parts;
+        // the whole line is made only for what did not, or goes elsewhere.
         let queued = queue_pending();
         let for_stream = joined.sink == Sink::Outside && queue::for_stream_pending();
         let first = record.fields.is_none()

@@ -112,8 +112,9 @@ fn queue() -> MutexGuard<'static, Kept> {
     lock(&QUEUE)
 }
 
-/// The queue, for a test that plays another thread writing it.
-#[cfg(test)]
+/// The queue, for a test that plays another thread writing it (the
+/// routing tests need POSIX pipes).
+#[cfg(all(test, unix))]
 pub(crate) fn queue_for_test() -> MutexGuard<'static, Kept> {
     queue()
 }
