@@ -118,17 +118,23 @@ pub(crate) fn next_piece_within(text: &[u8], most: usize) -> usize {
 /// because `fd` failed); the rest found no room.
 #[inline(always)]
 pub(crate) fn write_with_room(fd: RawFd, text: &[u8], wait: Duration) -> usize {
-    // The usual text, one line, is one piece: no loop to go round.
+    // The usual text, one line, is one piece: no loop to go round unless
+    // fd 2 took part of it (a terminal, a socket).
+    let mut done = 0;
     if text.len() <= PIPE_BUF {
-        return write_piece(fd, text, wait).unwrap_or(0);
+        match write_piece(fd, text, wait) {
+            Some(n) if n >= text.len() => return n,
+            Some(n) => done = n,
+            None => return 0,
+        }
     }
-    write_pieces(fd, text, wait)
+    write_pieces(fd, text, done, wait)
 }
 
-/// [`write_with_room`] for text longer than a piece.
+/// [`write_with_room`] for text longer than a piece, or of which `done`
+/// bytes went out.
 #[inline(never)]
-fn write_pieces(fd: RawFd, text: &[u8], wait: Duration) -> usize {
-    let mut done = 0;
+fn write_pieces(fd: RawFd, text: &[u8], mut done: usize, wait: Duration) -> usize {
     while done < text.len() {
         let piece = &text[done..done + next_piece(&text[done..])];
         match write_piece(fd, piece, wait) {
